@@ -1,0 +1,1 @@
+"""The outside edges: the Flask endpoint and the rsep command line."""

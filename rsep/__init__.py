@@ -1,0 +1,1 @@
+"""rsep: an extended SPARQL endpoint for event processing over RDF streams."""
