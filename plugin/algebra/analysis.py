@@ -1,0 +1,127 @@
+"""Static variable analysis over the SPARQL syntax tree.
+
+The compiler needs three questions answered about a GPM's group pattern:
+which variables it may bind (to find what earlier elements bound), which it
+binds in *every* solution (a partition key must never be unbound), and which
+variables an expression reads (to decide where a FILTER can run).
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from rsep.plugin.algebra.sparql import (
+    BGP,
+    Aggregate,
+    BinaryOp,
+    Bind,
+    Exists,
+    Expr,
+    Filter,
+    FunctionCall,
+    GraphGraphPattern,
+    GroupPattern,
+    In,
+    InlineData,
+    Node,
+    OptionalPattern,
+    ServicePattern,
+    SubSelect,
+    TriplePattern,
+    UnaryOp,
+    UnionPattern,
+    Var,
+)
+
+
+def expr_vars(expr: Expr) -> frozenset[str]:
+    """Variables an expression reads, including inside EXISTS patterns."""
+    if isinstance(expr, Var):
+        return frozenset((expr.name,))
+    if isinstance(expr, BinaryOp):
+        return expr_vars(expr.left) | expr_vars(expr.right)
+    if isinstance(expr, UnaryOp):
+        return expr_vars(expr.operand)
+    if isinstance(expr, In):
+        return reduce(frozenset.union, map(expr_vars, expr.options), expr_vars(expr.expr))
+    if isinstance(expr, FunctionCall):
+        return reduce(frozenset.union, map(expr_vars, expr.args), frozenset())
+    if isinstance(expr, Aggregate):
+        return expr_vars(expr.expr) if expr.expr is not None else frozenset()
+    if isinstance(expr, Exists):
+        return pattern_vars(expr.pattern)
+    return frozenset()
+
+
+def triple_vars(triple: TriplePattern) -> frozenset[str]:
+    names = {t.name for t in (triple.subject, triple.object) if isinstance(t, Var)}
+    if isinstance(triple.predicate, Var):
+        names.add(triple.predicate.name)
+    return frozenset(names)
+
+
+def pattern_vars(pattern: GroupPattern) -> frozenset[str]:
+    """Variables that may be bound by (or are visible from) a group pattern."""
+    return reduce(frozenset.union, (_element_vars(e) for e in pattern.elements), frozenset())
+
+
+def _element_vars(element: Node) -> frozenset[str]:
+    if isinstance(element, BGP):
+        return reduce(frozenset.union, map(triple_vars, element.triples), frozenset())
+    if isinstance(element, GroupPattern):
+        return pattern_vars(element)
+    if isinstance(element, OptionalPattern):
+        return pattern_vars(element.pattern)
+    if isinstance(element, UnionPattern):
+        return reduce(frozenset.union, map(pattern_vars, element.branches), frozenset())
+    if isinstance(element, (GraphGraphPattern, ServicePattern)):
+        own = frozenset((element.name.name,)) if isinstance(element.name, Var) else frozenset()
+        return own | pattern_vars(element.pattern)
+    if isinstance(element, Bind):
+        return frozenset((element.var.name,))
+    if isinstance(element, InlineData):
+        return frozenset(v.name for v in element.vars)
+    if isinstance(element, SubSelect):
+        return _subselect_visible(element)
+    return frozenset()
+
+
+def _subselect_visible(element: SubSelect) -> frozenset[str]:
+    query = element.query
+    if query.projection is None:
+        return pattern_vars(query.where)
+    return frozenset(p.var.name for p in query.projection)
+
+
+def certain_vars(pattern: GroupPattern) -> frozenset[str]:
+    """Variables bound in every solution of the pattern (a safe under-approximation)."""
+    return reduce(frozenset.union, (_element_certain(e) for e in pattern.elements), frozenset())
+
+
+def _element_certain(element: Node) -> frozenset[str]:
+    if isinstance(element, BGP):
+        return reduce(frozenset.union, map(triple_vars, element.triples), frozenset())
+    if isinstance(element, GroupPattern):
+        return certain_vars(element)
+    if isinstance(element, UnionPattern):
+        return reduce(frozenset.intersection, map(certain_vars, element.branches))
+    if isinstance(element, GraphGraphPattern):
+        own = frozenset((element.name.name,)) if isinstance(element.name, Var) else frozenset()
+        return own | certain_vars(element.pattern)
+    if isinstance(element, InlineData):
+        return frozenset(
+            var.name for i, var in enumerate(element.vars) if all(row[i] is not None for row in element.rows)
+        )
+    if isinstance(element, SubSelect):
+        query = element.query
+        inner = certain_vars(query.where)
+        if query.projection is None:
+            return inner
+        return frozenset(p.var.name for p in query.projection if p.expr is None and p.var.name in inner)
+    return frozenset()
+
+
+def filters_of(pattern: GroupPattern) -> tuple[Filter, ...]:
+    """The FILTERs directly in a group (their scope is the whole group)."""
+    return tuple(e for e in pattern.elements if isinstance(e, Filter))
+

@@ -1,0 +1,226 @@
+"""Sequence expression -> NFA_scep automaton (SPAseq §6.2, Appendix C.4).
+
+The algorithm, in the order it runs:
+
+1. Flatten the sequence into elements, each an atom (GPM, `&`, `|`) with a
+   modifier (one, `+`, `?`, `!`) and the strategy that connects it to the
+   element before it.
+2. For every position p (0 = nothing matched yet, i = element i matched),
+   collect the elements a run at p may take next: the following element, and
+   past every optional or negated element also the one after it. Crossing
+   such an element adds it as a guard (it must not occur in the gap), widens
+   strict contiguity by one rank (the slot it could have filled), and makes
+   the connection as permissive as the most permissive strategy crossed.
+3. One state per (position, next element); a Kleene+ element also gets an
+   iteration state that loops on itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+from rsep.plugin.algebra.events import (
+    Conjunction,
+    Disjunction,
+    EventPattern,
+    GraphPatternEvent,
+    KleenePlus,
+    Negation,
+    OptionalEvent,
+    SelectionStrategy,
+    Sequence,
+)
+from rsep.plugin.nfa.automaton import (
+    Atom,
+    Automaton,
+    ConjunctionAtom,
+    DisjunctionAtom,
+    GpmAtom,
+    ResidualFilter,
+    State,
+    format_atom,
+)
+
+
+class CompileError(ValueError):
+    """A pattern the NFA compiler rejects, with the reason."""
+
+
+class Modifier(Enum):
+    ONE = ""
+    PLUS = "+"
+    OPTIONAL = "?"
+    NEGATED = "!"
+
+
+@dataclass(frozen=True, slots=True)
+class Element:
+    atom: Atom
+    modifier: Modifier
+    strategy: SelectionStrategy  # connecting it to the previous element
+    iteration: SelectionStrategy  # between Kleene+ occurrences
+    label: str
+    variables: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    element: int
+    strategy: SelectionStrategy
+    max_gap: int | None
+    guards: tuple[Atom, ...]
+
+
+def compile_automaton(
+    pattern: EventPattern,
+    gpm_index: Mapping[str, int],
+    gpm_vars: Callable[[GraphPatternEvent], frozenset[str]],
+    residuals: tuple[tuple[ResidualFilter, ...], ...],
+    *,
+    key: frozenset[str] = frozenset(),
+    within: float | None = None,
+) -> Automaton:
+    """Compile a SPAseq-shaped event pattern. `gpm_index` maps GPM names to
+    their index in the plan; `gpm_vars` gives the variables a GPM may bind;
+    `key` are the partition-key variables (never rebound by Kleene+)."""
+    elements = _flatten(pattern, gpm_index, gpm_vars)
+    _check_ends(elements)
+    builder = _Builder(elements, key)
+    initial = tuple(builder.state_for(0, target) for target in builder.targets_from(0))
+    return Automaton(tuple(builder.states), initial, residuals, within)
+
+
+def _flatten(
+    pattern: EventPattern,
+    gpm_index: Mapping[str, int],
+    gpm_vars: Callable[[GraphPatternEvent], frozenset[str]],
+) -> list[Element]:
+    if isinstance(pattern, Sequence):
+        items, strategies = pattern.elements, (SelectionStrategy.STRICT, *pattern.strategies)
+    else:
+        items, strategies = (pattern,), (SelectionStrategy.STRICT,)
+    return [_element(item, strategy, gpm_index, gpm_vars) for item, strategy in zip(items, strategies, strict=True)]
+
+
+def _element(
+    item: EventPattern,
+    strategy: SelectionStrategy,
+    gpm_index: Mapping[str, int],
+    gpm_vars: Callable[[GraphPatternEvent], frozenset[str]],
+) -> Element:
+    modifier, iteration, inner = Modifier.ONE, SelectionStrategy.STRICT, item
+    if isinstance(item, KleenePlus):
+        modifier, iteration, inner = Modifier.PLUS, item.iteration, item.element
+    elif isinstance(item, OptionalEvent):
+        modifier, inner = Modifier.OPTIONAL, item.element
+    elif isinstance(item, Negation):
+        modifier, inner = Modifier.NEGATED, item.element
+    atom, variables = _atom(inner, gpm_index, gpm_vars)
+    return Element(atom, modifier, strategy, iteration, format_atom(atom) + modifier.value, variables)
+
+
+def _atom(
+    item: EventPattern,
+    gpm_index: Mapping[str, int],
+    gpm_vars: Callable[[GraphPatternEvent], frozenset[str]],
+) -> tuple[Atom, frozenset[str]]:
+    if isinstance(item, GraphPatternEvent):
+        return GpmAtom(gpm_index[item.name]), gpm_vars(item)
+    if isinstance(item, (Conjunction, Disjunction)):
+        parts = [_atom(op, gpm_index, gpm_vars) for op in item.operands]
+        atoms = tuple(atom for atom, _ in parts)
+        variables = frozenset().union(*(v for _, v in parts))
+        node: Atom = ConjunctionAtom(atoms) if isinstance(item, Conjunction) else DisjunctionAtom(atoms)
+        return node, variables
+    raise CompileError(
+        f"{type(item).__name__} cannot appear inside a conjunction, a disjunction or a modifier; "
+        "only GPMs and nested '&'/'|' groups can"
+    )
+
+
+def _check_ends(elements: list[Element]) -> None:
+    absent = (Modifier.OPTIONAL, Modifier.NEGATED)
+    if elements[0].modifier in absent:
+        raise CompileError(
+            f"the sequence cannot start with '{elements[0].label}': an optional or negated element "
+            "needs an element before it to delimit the gap it talks about"
+        )
+    if elements[-1].modifier in absent:
+        raise CompileError(
+            f"the sequence cannot end with '{elements[-1].label}': an optional or negated element "
+            "needs an element after it to delimit the gap it talks about"
+        )
+
+
+class _Builder:
+    """Creates states on demand, one per (position, target), memoised."""
+
+    def __init__(self, elements: list[Element], key: frozenset[str]) -> None:
+        self.elements = elements
+        self.key = key
+        self.states: list[State] = []
+        self._memo: dict[tuple[object, ...], int] = {}
+
+    def targets_from(self, position: int) -> list[_Target]:
+        """Elements a run that has matched `position` elements may take next."""
+        targets: list[_Target] = []
+        strategy, gap, guards = None, 1, ()
+        for index in range(position, len(self.elements)):
+            element = self.elements[index]
+            strategy = element.strategy if strategy is None else _weaker(strategy, element.strategy)
+            if position == 0:
+                strategy = SelectionStrategy.SKIP_TILL_ANY  # any event may start a run
+            max_gap = gap if strategy is SelectionStrategy.STRICT else None
+            if element.modifier is not Modifier.NEGATED:
+                targets.append(_Target(index, strategy, max_gap, guards))
+            if element.modifier not in (Modifier.OPTIONAL, Modifier.NEGATED):
+                break
+            gap, guards = gap + 1, (*guards, element.atom)
+        return targets
+
+    def state_for(self, position: int, target: _Target, *, iterating: bool = False) -> int:
+        memo_key = (target, iterating)
+        if memo_key in self._memo:
+            return self._memo[memo_key]
+        element = self.elements[target.element]
+        state_id = len(self.states)
+        self._memo[memo_key] = state_id
+        self.states.append(self._placeholder(state_id))  # reserve the id before recursing
+        after = [self.state_for(target.element + 1, t) for t in self.targets_from(target.element + 1)]
+        if element.modifier is Modifier.PLUS:
+            after.append(self._iteration_state(target.element))
+        label = element.label + (" (again)" if iterating else "")
+        self.states[state_id] = State(
+            id=state_id,
+            label=label,
+            element=target.element,
+            atom=element.atom,
+            strategy=target.strategy,
+            max_gap=target.max_gap,
+            guards=target.guards,
+            rebind=self._rebind(target.element) if iterating else frozenset(),
+            after_take=tuple(after),
+            accepting=target.element == len(self.elements) - 1,
+        )
+        return state_id
+
+    def _iteration_state(self, index: int) -> int:
+        element = self.elements[index]
+        gap = 1 if element.iteration is SelectionStrategy.STRICT else None
+        return self.state_for(index, _Target(index, element.iteration, gap, ()), iterating=True)
+
+    def _rebind(self, index: int) -> frozenset[str]:
+        """Variables first bound by this Kleene+ element (minus the partition
+        key): each occurrence binds them afresh (SPAseq Example 9)."""
+        before = frozenset().union(*(e.variables for e in self.elements[:index]))
+        return self.elements[index].variables - before - self.key
+
+    @staticmethod
+    def _placeholder(state_id: int) -> State:
+        return State(state_id, "", -1, GpmAtom(-1), SelectionStrategy.STRICT, 1, (), frozenset(), (), False)
+
+
+def _weaker(a: SelectionStrategy, b: SelectionStrategy) -> SelectionStrategy:
+    return a if a.permissiveness >= b.permissiveness else b

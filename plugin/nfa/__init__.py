@@ -1,0 +1,1 @@
+"""Automaton: the compiled NFA and its pure runtime (no Spark, no Oxigraph)."""

@@ -1,0 +1,142 @@
+"""The compiled, immutable NFA_scep automaton (SPAseq §6.1, Def. 17).
+
+Each state is a place where a partial match (a *run*) waits for one element of
+the sequence. Its outgoing edges, in Flink CEP's vocabulary:
+
+- TAKE: an event group matching the state's atom (compatibly with the run's
+  mapping, stateful filters included) is consumed and the run moves on to
+  each of `after_take` (or completes a match when `accepting`);
+- IGNORE: events are skipped and the run keeps waiting (skip-till-next until
+  its first TAKE, skip-till-any always, strict contiguity only inside its
+  rank window);
+- PROCEED: epsilon moves past an optional or negated element. They are folded
+  in at compile time: a state reached by proceeding carries the skipped
+  elements as `guards` (atoms that must not occur in the gap) and a wider
+  rank window for strict contiguity.
+
+Atoms are the point patterns an event group at one timestamp can match: a GPM,
+or a conjunction (same timestamp, Def. 8) or disjunction (Def. 9) of atoms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Union
+
+from rsep.plugin.algebra.events import SelectionStrategy
+from rsep.plugin.algebra.sparql import Expr
+
+
+@dataclass(frozen=True, slots=True)
+class GpmAtom:
+    """Matches the events a GPM matched (by the GPM's index in the plan)."""
+
+    gpm: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConjunctionAtom:
+    """All operands matched by events at the same timestamp, mappings joined."""
+
+    operands: tuple[Atom, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DisjunctionAtom:
+    """Any operand."""
+
+    operands: tuple[Atom, ...]
+
+
+Atom = Union[GpmAtom, ConjunctionAtom, DisjunctionAtom]
+
+
+def atom_gpms(atom: Atom) -> frozenset[int]:
+    """GPM indices an atom reads (a state is only touched by groups holding them)."""
+    if isinstance(atom, GpmAtom):
+        return frozenset((atom.gpm,))
+    return frozenset().union(*(atom_gpms(op) for op in atom.operands))
+
+
+class Action(Enum):
+    TAKE = "take"
+    """Consume the matching events and move to the target state."""
+    IGNORE = "ignore"
+    """Skip the event and keep waiting in the same state."""
+    PROCEED = "proceed"
+    """Move to the target without consuming (folded into guards at compile time)."""
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """Where a run waits for one element.
+
+    `max_gap` bounds, for strict contiguity, how many ranks after the run's
+    last event the element may occur (1, plus one per optional or negated
+    element skipped on the way); None when some strategy crossed skips.
+    `rebind` lists variables dropped from the run's mapping before joining
+    (Kleene+ occurrences rebind their own variables, SPAseq Example 9).
+    """
+
+    id: int
+    label: str
+    element: int
+    atom: Atom
+    strategy: SelectionStrategy
+    max_gap: int | None
+    guards: tuple[Atom, ...]
+    rebind: frozenset[str]
+    after_take: tuple[int, ...]
+    accepting: bool
+
+    def edges(self) -> tuple[tuple[Action, int | None], ...]:
+        """(action, target) pairs, for compiler tests and dumps; target None = accept."""
+        takes: list[tuple[Action, int | None]] = [(Action.TAKE, t) for t in self.after_take]
+        if self.accepting:
+            takes.append((Action.TAKE, None))
+        if self.strategy is not SelectionStrategy.STRICT or (self.max_gap or 0) > 1:
+            takes.append((Action.IGNORE, self.id))
+        return tuple(takes)
+
+
+@dataclass(frozen=True, slots=True)
+class ResidualFilter:
+    """A FILTER of a GPM that reads variables bound elsewhere (SPAseq §7.2.1),
+    evaluated by the runtime on the joined mapping."""
+
+    expr: Expr
+    variables: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Automaton:
+    """The whole compiled pattern: states, the states a new run starts from,
+    and per GPM the residual filters the runtime applies."""
+
+    states: tuple[State, ...]
+    initial: tuple[int, ...]
+    residuals: tuple[tuple[ResidualFilter, ...], ...]
+    within: float | None
+
+    def dump(self) -> str:
+        """A readable listing of the automaton, one line per state."""
+        lines = []
+        for state in self.states:
+            start = "start " if state.id in self.initial else ""
+            gap = "" if state.max_gap is None else f" gap<={state.max_gap}"
+            guards = f" unless {list(map(format_atom, state.guards))}" if state.guards else ""
+            rebind = f" rebind {sorted(state.rebind)}" if state.rebind else ""
+            after = [f"x{t}" for t in state.after_take] + (["accept"] if state.accepting else [])
+            lines.append(
+                f"{start}x{state.id} [{state.label}] take {format_atom(state.atom)} "
+                f"'{state.strategy.value}'{gap}{guards}{rebind} -> {', '.join(after)}"
+            )
+        return "\n".join(lines)
+
+
+def format_atom(atom: Atom) -> str:
+    if isinstance(atom, GpmAtom):
+        return f"g{atom.gpm}"
+    joiner = " & " if isinstance(atom, ConjunctionAtom) else " | "
+    return "(" + joiner.join(format_atom(op) for op in atom.operands) + ")"
