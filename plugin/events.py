@@ -55,7 +55,9 @@ class Timestamp:
             if not math.isfinite(seconds):
                 raise TimestampError(f"{lexical!r} is not a finite number")
             return cls(seconds, lexical, True)
-        raise TimestampError(f"a timestamp is an xsd:dateTime or a number, not a literal of type <{datatype}>")
+        raise TimestampError(
+            f"a timestamp is an xsd:dateTime or a number, not a literal of type <{datatype}>"
+        )
 
     @classmethod
     def now(cls) -> Timestamp:

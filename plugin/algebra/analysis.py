@@ -23,6 +23,7 @@ from rsep.plugin.algebra.sparql import (
     GroupPattern,
     In,
     InlineData,
+    MinusPattern,
     Node,
     OptionalPattern,
     ServicePattern,
@@ -125,3 +126,61 @@ def filters_of(pattern: GroupPattern) -> tuple[Filter, ...]:
     """The FILTERs directly in a group (their scope is the whole group)."""
     return tuple(e for e in pattern.elements if isinstance(e, Filter))
 
+
+def mentioned_vars(element: Node) -> frozenset[str]:
+    """Every variable written anywhere inside an element, expressions included
+    (what an order-sensitive element such as OPTIONAL or BIND can observe)."""
+    if isinstance(element, Filter):
+        return expr_vars(element.expr)
+    if isinstance(element, Bind):
+        return expr_vars(element.expr) | {element.var.name}
+    if isinstance(element, GroupPattern):
+        return reduce(frozenset.union, map(mentioned_vars, element.elements), frozenset())
+    if isinstance(element, (OptionalPattern, MinusPattern)):
+        return mentioned_vars(element.pattern)
+    if isinstance(element, UnionPattern):
+        return reduce(frozenset.union, map(mentioned_vars, element.branches), frozenset())
+    if isinstance(element, (GraphGraphPattern, ServicePattern)):
+        own = frozenset((element.name.name,)) if isinstance(element.name, Var) else frozenset()
+        return own | mentioned_vars(element.pattern)
+    if isinstance(element, SubSelect):
+        return mentioned_vars(element.query.where) | _subselect_visible(element)
+    return _element_vars(element)
+
+
+def graph_names(element: Node) -> frozenset[str | None]:
+    """IRIs of the GRAPH blocks nested anywhere in an element (None for GRAPH ?var)."""
+    if isinstance(element, GraphGraphPattern):
+        own: frozenset[str | None] = frozenset(
+            (None if isinstance(element.name, Var) else element.name.value,)
+        )
+        return own | graph_names(element.pattern)
+    if isinstance(element, Filter):
+        return _expr_graph_names(element.expr)
+    if isinstance(element, Bind):
+        return _expr_graph_names(element.expr)
+    children: tuple[Node, ...] = ()
+    if isinstance(element, GroupPattern):
+        children = element.elements
+    elif isinstance(element, (OptionalPattern, MinusPattern, ServicePattern)):
+        children = (element.pattern,)
+    elif isinstance(element, UnionPattern):
+        children = element.branches
+    elif isinstance(element, SubSelect):
+        children = (element.query.where,)
+    return reduce(frozenset.union, map(graph_names, children), frozenset())
+
+
+def _expr_graph_names(expr: Expr) -> frozenset[str | None]:
+    if isinstance(expr, Exists):
+        return graph_names(expr.pattern)
+    children: tuple[Expr, ...] = ()
+    if isinstance(expr, BinaryOp):
+        children = (expr.left, expr.right)
+    elif isinstance(expr, UnaryOp):
+        children = (expr.operand,)
+    elif isinstance(expr, In):
+        children = (expr.expr, *expr.options)
+    elif isinstance(expr, FunctionCall):
+        children = expr.args
+    return reduce(frozenset.union, map(_expr_graph_names, children), frozenset())

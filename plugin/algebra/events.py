@@ -366,4 +366,3 @@ class EventQuery(Node):
         if len(elements) == 1 and isinstance(elements[0], MatchElement):
             return elements[0].pattern
         return None
-

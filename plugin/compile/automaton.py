@@ -101,7 +101,10 @@ def _flatten(
         items, strategies = pattern.elements, (SelectionStrategy.STRICT, *pattern.strategies)
     else:
         items, strategies = (pattern,), (SelectionStrategy.STRICT,)
-    return [_element(item, strategy, gpm_index, gpm_vars) for item, strategy in zip(items, strategies, strict=True)]
+    return [
+        _element(item, strategy, gpm_index, gpm_vars)
+        for item, strategy in zip(items, strategies, strict=True)
+    ]
 
 
 def _element(
@@ -166,7 +169,9 @@ class _Builder:
     def targets_from(self, position: int) -> list[_Target]:
         """Elements a run that has matched `position` elements may take next."""
         targets: list[_Target] = []
-        strategy, gap, guards = None, 1, ()
+        strategy: SelectionStrategy | None = None
+        gap = 1
+        guards: tuple[Atom, ...] = ()
         for index in range(position, len(self.elements)):
             element = self.elements[index]
             strategy = element.strategy if strategy is None else _weaker(strategy, element.strategy)

@@ -115,9 +115,7 @@ def compile_pattern(
     pattern = parse(text, kleene_iteration)
     index = {name: i for i, name in enumerate(gpm_names(pattern))}
     variables = variables or {}
-    filters = tuple(
-        (residuals[name],) if residuals and name in residuals else () for name in index
-    )
+    filters = tuple((residuals[name],) if residuals and name in residuals else () for name in index)
     automaton = compile_automaton(
         pattern,
         index,

@@ -60,6 +60,10 @@ def test_kleene_as_last_element_reports_each_prefix():
 
 
 def test_partition_key_variables_are_not_rebound_in_a_leading_kleene():
-    events = [(1, {"B": [{"k": "1", "x": "a"}]}), (2, {"B": [{"k": "2", "x": "b"}]}), (3, {"C": [{"k": "2"}]})]
+    events = [
+        (1, {"B": [{"k": "1", "x": "a"}]}),
+        (2, {"B": [{"k": "2", "x": "b"}]}),
+        (3, {"C": [{"k": "2"}]}),
+    ]
     options = {"variables": {"B": ("k", "x"), "C": ("k",)}}
     assert events_of(run("B+ ; C", events, key=("k",), **options)) == [(1, 2)]

@@ -1,0 +1,201 @@
+"""GPM expression -> the queries the GPM stage runs (SPAseq Defs. 7 and 15, §7.2.1).
+
+A GPM's group pattern has three kinds of parts:
+
+- the event part, matched against each event graph: one SPARQL query per
+  batch of events, `SELECT ?event ... WHERE { GRAPH ?event { P } }`;
+- the background part, the top-level `GRAPH <kb> {...}` blocks: evaluated
+  against the knowledge base once per KB version and hash-joined with the
+  event solutions (Def. 15; §8.2 shows why not per event);
+- residual FILTERs that read variables bound by other GPMs (stateful
+  predicates) or by both parts: evaluated by the NFA on candidate transitions.
+
+When moving the background part out would change the group's meaning (it is
+nested in OPTIONAL/UNION, or an OPTIONAL/MINUS/BIND observes its variables),
+the whole GPM runs as one query over a batch store that also holds copies of
+the referenced KB graphs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rsep.plugin.algebra.analysis import (
+    certain_vars,
+    expr_vars,
+    graph_names,
+    mentioned_vars,
+    pattern_vars,
+)
+from rsep.plugin.algebra.events import GraphPatternEvent
+from rsep.plugin.algebra.serialize import to_sparql
+from rsep.plugin.algebra.sparql import (
+    BGP,
+    BinaryOp,
+    Bind,
+    Expr,
+    Filter,
+    FunctionCall,
+    GraphGraphPattern,
+    GroupPattern,
+    InlineData,
+    Literal,
+    MinusPattern,
+    Node,
+    OptionalPattern,
+    Projection,
+    SelectQuery,
+    SubSelect,
+    UnionPattern,
+    Var,
+)
+from rsep.plugin.compile.automaton import CompileError
+from rsep.plugin.nfa.automaton import ResidualFilter
+
+EVENT_VAR = "__rsep_event"
+EVENT_GRAPH_PREFIX = "urn:rsep:event:"
+_ORDER_SENSITIVE = (OptionalPattern, MinusPattern, Bind, SubSelect)
+
+
+@dataclass(frozen=True, slots=True)
+class GpmPlan:
+    """What the GPM stage runs for one GPM."""
+
+    index: int
+    name: str
+    streams: tuple[str, ...]
+    event_query: str
+    event_vars: tuple[str, ...]
+    kb_query: str | None
+    kb_vars: tuple[str, ...]
+    join_vars: tuple[str, ...]
+    kb_graphs_in_batch: tuple[str, ...]
+    residuals: tuple[ResidualFilter, ...]
+    variables: frozenset[str]
+    certain: frozenset[str]
+
+
+def plan_gpm(index: int, gpm: GraphPatternEvent) -> GpmPlan:
+    elements = gpm.pattern.elements
+    kb_blocks = [e for e in elements if isinstance(e, GraphGraphPattern)]
+    filters = split_conjuncts([e for e in elements if isinstance(e, Filter)])
+    rest = [e for e in elements if not isinstance(e, (GraphGraphPattern, Filter))]
+    nested = frozenset().union(*(graph_names(e) for e in rest), *(graph_names(f) for f in filters))
+    if None in nested or any(isinstance(b.name, Var) for b in kb_blocks):
+        raise CompileError(
+            f"GPM {gpm.name}: GRAPH ?variable is not supported inside a GPM; name the knowledge-base graph"
+        )
+    variables = pattern_vars(gpm.pattern)
+    certain = certain_vars(gpm.pattern)
+    if nested or not _separable(rest, kb_blocks):
+        return _combined_plan(index, gpm, [*rest, *kb_blocks], filters, nested | _block_names(kb_blocks))
+    event_group = GroupPattern(tuple(rest))
+    kb_group = GroupPattern(tuple(kb_blocks))
+    event_vars, event_certain = pattern_vars(event_group), certain_vars(event_group)
+    kb_vars, kb_certain = pattern_vars(kb_group), certain_vars(kb_group)
+    event_filters, kb_filters, residuals = [], [], []
+    for flt in filters:
+        used = expr_vars(flt.expr)
+        if used <= event_vars and used & kb_vars <= event_certain:
+            event_filters.append(flt)
+        elif kb_blocks and used <= kb_vars and used & event_vars <= kb_certain:
+            kb_filters.append(flt)
+        else:
+            residuals.append(_residual(flt))
+    event_vars_sorted = tuple(sorted(event_vars))
+    kb_query = None
+    if kb_blocks:
+        kb_query = to_sparql(_select(sorted(kb_vars), GroupPattern((*kb_blocks, *kb_filters))))
+    return GpmPlan(
+        index=index,
+        name=gpm.name,
+        streams=gpm.streams,
+        event_query=to_sparql(_event_select(event_vars_sorted, (*rest, *event_filters))),
+        event_vars=event_vars_sorted,
+        kb_query=kb_query,
+        kb_vars=tuple(sorted(kb_vars)),
+        join_vars=tuple(sorted(event_certain & kb_certain)),
+        kb_graphs_in_batch=(),
+        residuals=tuple(residuals),
+        variables=variables,
+        certain=certain,
+    )
+
+
+def _combined_plan(
+    index: int,
+    gpm: GraphPatternEvent,
+    parts: list[Node],
+    filters: list[Filter],
+    graphs: frozenset[str | None],
+) -> GpmPlan:
+    """Everything in one query over a batch store holding the KB graphs too."""
+    group = GroupPattern(tuple(parts))
+    own = pattern_vars(group)
+    local = [f for f in filters if expr_vars(f.expr) <= own]
+    residuals = tuple(_residual(f) for f in filters if f not in local)
+    names = tuple(sorted(own))
+    restrict = Filter(
+        FunctionCall("STRSTARTS", (FunctionCall("STR", (Var(EVENT_VAR),)), Literal(EVENT_GRAPH_PREFIX)))
+    )
+    query = _event_select(names, (*parts, *local), extra=(restrict,))
+    return GpmPlan(
+        index=index,
+        name=gpm.name,
+        streams=gpm.streams,
+        event_query=to_sparql(query),
+        event_vars=names,
+        kb_query=None,
+        kb_vars=(),
+        join_vars=(),
+        kb_graphs_in_batch=tuple(sorted(g for g in graphs if g is not None)),
+        residuals=residuals,
+        variables=pattern_vars(gpm.pattern),
+        certain=certain_vars(gpm.pattern),
+    )
+
+
+def _separable(rest: list[Node], kb_blocks: list[GraphGraphPattern]) -> bool:
+    """Joining the KB part afterwards is only equivalent if no order-sensitive
+    element observes a KB variable that the event part's joins don't fix."""
+    if not kb_blocks:
+        return True
+    kb_vars = pattern_vars(GroupPattern(tuple(kb_blocks)))
+    joins = [e for e in rest if isinstance(e, (BGP, GroupPattern, UnionPattern, InlineData))]
+    fixed = certain_vars(GroupPattern(tuple(joins)))
+    return all(mentioned_vars(e) & kb_vars <= fixed for e in rest if isinstance(e, _ORDER_SENSITIVE))
+
+
+def _block_names(blocks: list[GraphGraphPattern]) -> frozenset[str | None]:
+    return frozenset().union(*(graph_names(b) for b in blocks))
+
+
+def _residual(flt: Filter) -> ResidualFilter:
+    return ResidualFilter(flt.expr, expr_vars(flt.expr))
+
+
+def _select(names: list[str] | tuple[str, ...], where: GroupPattern) -> SelectQuery:
+    projection = tuple(Projection(Var(n)) for n in names) or None
+    return SelectQuery(projection=projection, where=where)
+
+
+def _event_select(
+    names: tuple[str, ...], parts: tuple[Node, ...], extra: tuple[Node, ...] = ()
+) -> SelectQuery:
+    inner = GroupPattern(parts)
+    where = GroupPattern((GraphGraphPattern(Var(EVENT_VAR), inner), *extra))
+    return _select((EVENT_VAR, *names), where)
+
+
+def split_conjuncts(filters: list[Filter]) -> list[Filter]:
+    """FILTER(a && b) is FILTER(a) FILTER(b): each conjunct can then run where
+    its variables are bound (the cheap local parts inside Oxigraph)."""
+    out: list[Filter] = []
+    pending: list[Expr] = [f.expr for f in reversed(filters)]
+    while pending:
+        expr = pending.pop()
+        if isinstance(expr, BinaryOp) and expr.op == "&&":
+            pending.extend((expr.right, expr.left))
+        else:
+            out.append(Filter(expr))
+    return out

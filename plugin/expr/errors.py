@@ -1,0 +1,14 @@
+"""The two ways an expression can fail."""
+
+from __future__ import annotations
+
+
+class ExprError(Exception):
+    """A SPARQL expression evaluation error (§17.2: unbound variable, type
+    error, ...). FILTER treats it as false; `&&`, `||`, IF, COALESCE and IN
+    handle it as §17.2 prescribes."""
+
+
+class UnsupportedExpression(ValueError):
+    """Raised at compile time for what cannot be evaluated on a solution
+    mapping alone: EXISTS, aggregates, unknown extension functions."""

@@ -1,0 +1,448 @@
+"""Typed RDF term values for the expression evaluator.
+
+A solution mapping holds N-Triples strings; evaluation needs their values
+(SPARQL 1.1 §17.1: operand data types). `parse_term` turns one string into a
+`Value` once (memoised per distinct string), and `Value.nt` turns a computed
+value back into the canonical N-Triples text Oxigraph prints, so results
+compare as strings with what Oxigraph returns.
+
+Numeric kinds are the small integers 0..3 in promotion order (integer <
+decimal < float < double, https://www.w3.org/TR/xpath20/#promotion), so the
+promoted type of two numerics is `max(k1, k2)` and `k <= DOUBLE` tests for a
+numeric.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any, Final
+
+from rsep.plugin.algebra.sparql import RDF_LANGSTRING, XSD, XSD_STRING
+from rsep.plugin.terms import escape_string
+
+from . import temporal
+from .decimals import EXACT, format_decimal
+
+# --------------------------------------------------------------------------- kinds
+
+INTEGER: Final = 0
+DECIMAL: Final = 1
+FLOAT: Final = 2
+DOUBLE: Final = 3
+BOOLEAN: Final = 4
+STRING: Final = 5  # simple literal == xsd:string (RDF 1.1)
+LANG: Final = 6  # rdf:langString
+DATETIME: Final = 7
+DATE: Final = 8
+TIME: Final = 9
+DURATION: Final = 10
+YM_DURATION: Final = 11
+DT_DURATION: Final = 12
+OTHER: Final = 13  # a literal of an unsupported datatype, or an ill-formed one
+IRI: Final = 14
+BNODE: Final = 15
+
+TEMPORAL_KINDS: Final = frozenset({DATETIME, DATE, TIME})
+DURATION_KINDS: Final = frozenset({DURATION, YM_DURATION, DT_DURATION})
+
+XSD_INTEGER: Final = XSD + "integer"
+XSD_DECIMAL: Final = XSD + "decimal"
+XSD_FLOAT: Final = XSD + "float"
+XSD_DOUBLE: Final = XSD + "double"
+XSD_BOOLEAN: Final = XSD + "boolean"
+XSD_DATETIME: Final = XSD + "dateTime"
+XSD_DATE: Final = XSD + "date"
+XSD_TIME: Final = XSD + "time"
+XSD_DURATION: Final = XSD + "duration"
+XSD_YM_DURATION: Final = XSD + "yearMonthDuration"
+XSD_DT_DURATION: Final = XSD + "dayTimeDuration"
+
+# xsd:integer and the types derived from it, with their value ranges (XSD 1.1 §3.4.13-3.4.25).
+INTEGER_TYPES: Final[dict[str, tuple[int | None, int | None]]] = {
+    XSD_INTEGER: (None, None),
+    XSD + "nonPositiveInteger": (None, 0),
+    XSD + "negativeInteger": (None, -1),
+    XSD + "long": (-(2**63), 2**63 - 1),
+    XSD + "int": (-(2**31), 2**31 - 1),
+    XSD + "short": (-(2**15), 2**15 - 1),
+    XSD + "byte": (-(2**7), 2**7 - 1),
+    XSD + "nonNegativeInteger": (0, None),
+    XSD + "unsignedLong": (0, 2**64 - 1),
+    XSD + "unsignedInt": (0, 2**32 - 1),
+    XSD + "unsignedShort": (0, 2**16 - 1),
+    XSD + "unsignedByte": (0, 2**8 - 1),
+    XSD + "positiveInteger": (1, None),
+}
+NUMERIC_DATATYPES: Final = frozenset({*INTEGER_TYPES, XSD_DECIMAL, XSD_FLOAT, XSD_DOUBLE})
+
+KIND_DATATYPE: Final[dict[int, str]] = {
+    INTEGER: XSD_INTEGER,
+    DECIMAL: XSD_DECIMAL,
+    FLOAT: XSD_FLOAT,
+    DOUBLE: XSD_DOUBLE,
+    BOOLEAN: XSD_BOOLEAN,
+    STRING: XSD_STRING,
+    LANG: RDF_LANGSTRING,
+    DATETIME: XSD_DATETIME,
+    DATE: XSD_DATE,
+    TIME: XSD_TIME,
+    DURATION: XSD_DURATION,
+    YM_DURATION: XSD_YM_DURATION,
+    DT_DURATION: XSD_DT_DURATION,
+}
+
+
+# --------------------------------------------------------------------------- the value
+
+
+class Value:
+    """One RDF term with its parsed value.
+
+    `k` is the kind, `v` the Python value (int, Decimal, float, bool, str for
+    strings/IRIs/labels/unknown lexical forms, a temporal object), `dt` the
+    datatype IRI ("" for IRIs and blank nodes; derived integer types keep
+    theirs, e.g. xsd:int), `lang` the language tag of an rdf:langString.
+    The lexical form and the N-Triples text are computed on demand for
+    computed values and kept from the input for parsed terms.
+    """
+
+    __slots__ = ("_lex", "_nt", "dt", "k", "lang", "v")
+
+    def __init__(
+        self, k: int, v: Any, dt: str, lang: str | None = None, lex: str | None = None, nt: str | None = None
+    ) -> None:
+        self.k = k
+        self.v = v
+        self.dt = dt
+        self.lang = lang
+        self._lex = lex
+        self._nt = nt
+
+    @property
+    def lex(self) -> str:
+        """The lexical form (the canonical one for computed values)."""
+        lex = self._lex
+        if lex is None:
+            lex = self._lex = _format_lexical(self)
+        return lex
+
+    @property
+    def nt(self) -> str:
+        """The N-Triples text (`str(term)` in pyoxigraph)."""
+        nt = self._nt
+        if nt is None:
+            nt = self._nt = _format_nt(self)
+        return nt
+
+    def __repr__(self) -> str:
+        return f"Value({self.nt})"
+
+
+TRUE: Final = Value(BOOLEAN, True, XSD_BOOLEAN, None, "true", f'"true"^^<{XSD_BOOLEAN}>')
+FALSE: Final = Value(BOOLEAN, False, XSD_BOOLEAN, None, "false", f'"false"^^<{XSD_BOOLEAN}>')
+EMPTY_STRING: Final = Value(STRING, "", XSD_STRING, None, "", '""')
+
+
+def boolean(flag: bool) -> Value:
+    return TRUE if flag else FALSE
+
+
+def integer(value: int) -> Value:
+    return Value(INTEGER, value, XSD_INTEGER)
+
+
+def decimal(value: Decimal) -> Value:
+    return Value(DECIMAL, value, XSD_DECIMAL)
+
+
+def double(value: float) -> Value:
+    return Value(DOUBLE, value, XSD_DOUBLE)
+
+
+def float32(value: float) -> Value:
+    return Value(FLOAT, value, XSD_FLOAT)
+
+
+def numeric(kind: int, value: Any) -> Value:
+    """A computed numeric of a primitive numeric kind."""
+    return Value(kind, value, KIND_DATATYPE[kind])
+
+
+def string(text: str, lang: str | None = None) -> Value:
+    """A simple literal, or a language-tagged one when `lang` is given."""
+    if lang is None:
+        return Value(STRING, text, XSD_STRING, None, text)
+    return Value(LANG, text, RDF_LANGSTRING, lang, text)
+
+
+def iri(value: str) -> Value:
+    return Value(IRI, value, "", None, value)
+
+
+def bnode(label: str) -> Value:
+    return Value(BNODE, label, "", None, label)
+
+
+# --------------------------------------------------------------------------- numbers
+
+_F32: Final = struct.Struct("f")
+
+
+def to_f32(value: float) -> float:
+    """Round a double to the nearest xsd:float (IEEE binary32) value."""
+    try:
+        result: float = _F32.unpack(_F32.pack(value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+    return result
+
+
+def int_to_double(value: int) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def to_double(kind: int, value: Any) -> float:
+    """Promote a numeric value of `kind` to xsd:double."""
+    if kind == INTEGER:
+        return int_to_double(value)
+    return float(value)
+
+
+def to_float32(kind: int, value: Any) -> float:
+    """Promote a numeric value of `kind` to xsd:float."""
+    if kind == FLOAT:
+        return float(value)
+    return to_f32(to_double(kind, value))
+
+
+def _positional(shortest: str) -> str:
+    """Shortest round-trip digits written without exponent (Rust's `{}` for floats)."""
+    return format(Decimal(shortest).normalize(EXACT), "f")
+
+
+def format_double(value: float) -> str:
+    """Oxigraph's xsd:double form: shortest round-trip digits, no exponent."""
+    if value != value:
+        return "NaN"
+    if value in (math.inf, -math.inf):
+        return "INF" if value > 0 else "-INF"
+    return _positional(repr(value))
+
+
+def shortest_f32(value: float) -> str:
+    """The shortest decimal string that reads back as the same binary32 value."""
+    for digits in range(1, 10):
+        text = f"{value:.{digits}g}"
+        if to_f32(float(text)) == value:
+            return text
+    return repr(value)
+
+
+def format_float(value: float) -> str:
+    """Oxigraph's xsd:float form: shortest binary32 round-trip digits, no exponent."""
+    if value != value:
+        return "NaN"
+    if value in (math.inf, -math.inf):
+        return "INF" if value > 0 else "-INF"
+    return _positional(shortest_f32(value))
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def _format_lexical(value: Value) -> str:
+    k = value.k
+    v = value.v
+    if k == INTEGER:
+        return str(v)
+    if k == DECIMAL:
+        return format_decimal(v)
+    if k == DOUBLE:
+        return format_double(v)
+    if k == FLOAT:
+        return format_float(v)
+    if k == BOOLEAN:
+        return "true" if v else "false"
+    if k in TEMPORAL_KINDS:
+        return temporal.format_temporal(k - DATETIME, v)
+    if k in DURATION_KINDS:
+        months, seconds = v
+        return temporal.format_duration(months, seconds, year_month=k == YM_DURATION)
+    return str(v)
+
+
+def _format_nt(value: Value) -> str:
+    k = value.k
+    if k == IRI:
+        return f"<{value.v}>"
+    if k == BNODE:
+        return f"_:{value.v}"
+    body = f'"{escape_string(value.lex)}"'
+    if k == STRING:
+        return body
+    if k == LANG:
+        return f"{body}@{value.lang}"
+    return f"{body}^^<{value.dt}>"
+
+
+# --------------------------------------------------------------------------- parsing
+
+_INTEGER_LEX: Final = re.compile(r"[+-]?[0-9]+")
+_DECIMAL_LEX: Final = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
+_DOUBLE_LEX: Final = re.compile(r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|INF)|NaN")
+_UNESCAPE: Final = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", re.S)
+_SIMPLE_UNESCAPES: Final = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
+
+
+def _unescape_char(match: re.Match[str]) -> str:
+    code = match.group(1)
+    if code[0] in "uU" and len(code) > 1:
+        return chr(int(code[1:], 16))
+    return _SIMPLE_UNESCAPES.get(code, code)
+
+
+def parse_integer_lexical(text: str) -> int | None:
+    if _INTEGER_LEX.fullmatch(text) is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:  # beyond Python's int/str digit limit
+        return None
+
+
+def parse_decimal_lexical(text: str) -> Decimal | None:
+    if _DECIMAL_LEX.fullmatch(text) is None:
+        return None
+    return Decimal(text)
+
+
+def parse_double_lexical(text: str) -> float | None:
+    if _DOUBLE_LEX.fullmatch(text) is None:
+        return None
+    return float(text)
+
+
+def parse_boolean_lexical(text: str) -> bool | None:
+    if text in ("true", "1"):
+        return True
+    if text in ("false", "0"):
+        return False
+    return None
+
+
+def in_integer_range(value: int, datatype: str) -> bool:
+    low, high = INTEGER_TYPES[datatype]
+    return (low is None or value >= low) and (high is None or value <= high)
+
+
+def typed_literal(lex: str, datatype: str, nt: str | None = None) -> Value:
+    """The value of `"lex"^^<datatype>`: an ill-formed lexical form or an
+    unsupported datatype gives an OTHER value (SPARQL 1.1 §17.3 treats both
+    as literals it cannot compare except by term equality)."""
+    if datatype == XSD_STRING:
+        return Value(STRING, lex, XSD_STRING, None, lex, None)
+    parser = _TYPED_PARSERS.get(datatype)
+    value = parser(lex, datatype) if parser is not None else None
+    if value is None:
+        return Value(OTHER, lex, datatype, None, lex, nt)
+    value._lex = lex
+    value._nt = nt
+    return value
+
+
+def _parse_integer(lex: str, datatype: str) -> Value | None:
+    number = parse_integer_lexical(lex)
+    if number is None or (datatype != XSD_INTEGER and not in_integer_range(number, datatype)):
+        return None
+    return Value(INTEGER, number, datatype)
+
+
+def _parse_decimal(lex: str, datatype: str) -> Value | None:
+    number = parse_decimal_lexical(lex)
+    return None if number is None else Value(DECIMAL, number, datatype)
+
+
+def _parse_double(lex: str, datatype: str) -> Value | None:
+    number = parse_double_lexical(lex)
+    return None if number is None else Value(DOUBLE, number, datatype)
+
+
+def _parse_float(lex: str, datatype: str) -> Value | None:
+    number = parse_double_lexical(lex)
+    return None if number is None else Value(FLOAT, to_f32(number), datatype)
+
+
+def _parse_boolean(lex: str, datatype: str) -> Value | None:
+    flag = parse_boolean_lexical(lex)
+    return None if flag is None else Value(BOOLEAN, flag, datatype)
+
+
+def _temporal_parser(kind: int) -> Any:
+    def parse(lex: str, datatype: str) -> Value | None:
+        parsed = temporal.parse_temporal(kind - DATETIME, lex)
+        return None if parsed is None else Value(kind, parsed, datatype)
+
+    return parse
+
+
+def _duration_parser(kind: int) -> Any:
+    restriction = {DURATION: None, YM_DURATION: "ym", DT_DURATION: "dt"}[kind]
+
+    def parse(lex: str, datatype: str) -> Value | None:
+        parsed = temporal.parse_duration(lex, restriction)
+        return None if parsed is None else Value(kind, parsed, datatype)
+
+    return parse
+
+
+_TYPED_PARSERS: Final[dict[str, Any]] = {
+    **{datatype: _parse_integer for datatype in INTEGER_TYPES},
+    XSD_DECIMAL: _parse_decimal,
+    XSD_DOUBLE: _parse_double,
+    XSD_FLOAT: _parse_float,
+    XSD_BOOLEAN: _parse_boolean,
+    XSD_DATETIME: _temporal_parser(DATETIME),
+    XSD_DATE: _temporal_parser(DATE),
+    XSD_TIME: _temporal_parser(TIME),
+    XSD_DURATION: _duration_parser(DURATION),
+    XSD_YM_DURATION: _duration_parser(YM_DURATION),
+    XSD_DT_DURATION: _duration_parser(DT_DURATION),
+}
+
+
+@lru_cache(maxsize=1 << 17)
+def parse_term(nt: str) -> Value:
+    """Parse one N-Triples term (memoised: each distinct string is parsed once).
+
+    Raises ValueError for text that is not an N-Triples term: that is a bug
+    in the caller, not a SPARQL evaluation error.
+    """
+    first = nt[:1]
+    if first == "<" and nt[-1] == ">":
+        return Value(IRI, nt[1:-1], "", None, nt[1:-1], nt)
+    if first == "_" and nt.startswith("_:"):
+        return Value(BNODE, nt[2:], "", None, nt[2:], nt)
+    if first == '"':
+        end = nt.rfind('"')
+        if end > 0:
+            lex = nt[1:end]
+            if "\\" in lex:
+                lex = _UNESCAPE.sub(_unescape_char, lex)
+            suffix = nt[end + 1 :]
+            if not suffix:
+                return Value(STRING, lex, XSD_STRING, None, lex, nt)
+            if suffix[0] == "@" and len(suffix) > 1:
+                lang = suffix[1:]
+                canonical = nt if lang.islower() or (not lang.isalpha() and lang == lang.lower()) else None
+                return Value(LANG, lex, RDF_LANGSTRING, lang.lower(), lex, canonical)
+            if suffix.startswith("^^<") and suffix[-1] == ">":
+                datatype = suffix[3:-1]
+                return typed_literal(lex, datatype, nt if datatype != XSD_STRING else None)
+    raise ValueError(f"not an N-Triples term: {nt!r}")

@@ -1,0 +1,125 @@
+"""Replaying a compiled query over finite event sets (the `rsep run` core).
+
+The pipeline every runtime shares: number the events of the query's streamset
+(ids in arrival order, dense ranks by timestamp), evaluate the GPMs batch by
+batch, split the GPM rows by partition key into timestamp groups, and feed
+each key's groups to its NFA state. `replay` does it in-process; the Spark
+stage distributes exactly these steps.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from rsep.plugin.compile.plan import QueryPlan
+from rsep.plugin.events import GraphEvent
+from rsep.plugin.nfa.runtime import Group, Match, NfaState, Runtime
+
+Key = tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NumberedEvent:
+    """An event with its id (arrival position) and rank (dense timestamp number)."""
+
+    id: int
+    rank: int
+    event: GraphEvent
+
+
+def number_events(streams: Sequence[Sequence[GraphEvent]]) -> list[NumberedEvent]:
+    """Merge per-stream event lists into one streamset order (by time; ties
+    keep the order of `streams`, then of each list). Events sharing a
+    timestamp share a rank, so strict contiguity ignores them (Def. 12)."""
+    ordered = sorted(
+        (
+            (event.time.seconds, s, i, event)
+            for s, events in enumerate(streams)
+            for i, event in enumerate(events)
+        ),
+        key=lambda item: item[:3],
+    )
+    numbered: list[NumberedEvent] = []
+    rank, last = -1, None
+    for event_id, (seconds, _, _, event) in enumerate(ordered):
+        if seconds != last:
+            rank, last = rank + 1, seconds
+        numbered.append(NumberedEvent(event_id, rank, event))
+    return numbered
+
+
+def key_of(mapping: Mapping[str, str], key: Sequence[str]) -> Key:
+    return tuple(mapping[name] for name in key)
+
+
+def groups_by_key(
+    rows: Mapping[int, Sequence[tuple[int, Mapping[str, str]]]],
+    ranks: Mapping[int, NumberedEvent],
+    key: Sequence[str],
+) -> dict[Key, list[Group]]:
+    """GPM rows of a batch -> per partition key, its groups in rank order."""
+    grouped: dict[Key, dict[int, Group]] = defaultdict(dict)
+    for gpm, gpm_rows in rows.items():
+        for event_id, mapping in gpm_rows:
+            numbered = ranks[event_id]
+            by_rank = grouped[key_of(mapping, key)]
+            group = by_rank.get(numbered.rank)
+            if group is None:
+                group = by_rank[numbered.rank] = Group(numbered.rank, numbered.event.time.seconds, {})
+            group.rows.setdefault(gpm, []).append((event_id, mapping))  # type: ignore[attr-defined]
+    return {k: [groups[r] for r in sorted(groups)] for k, groups in grouped.items()}
+
+
+def batches(items: Sequence[NumberedEvent], size: int) -> Iterator[Sequence[NumberedEvent]]:
+    """Slices of about `size` events that never split a timestamp (rank)."""
+    start = 0
+    while start < len(items):
+        end = min(start + size, len(items))
+        while end < len(items) and items[end].rank == items[end - 1].rank:
+            end += 1
+        yield items[start:end]
+        start = end
+
+
+class Replay:
+    """In-process replay: GPM stage and per-key NFA states in this process."""
+
+    def __init__(self, plan: QueryPlan, evaluator: GpmEvaluatorLike, batch_size: int = 5000) -> None:
+        self.plan = plan
+        self.evaluator = evaluator
+        self.runtime = Runtime(plan.automaton)
+        self.batch_size = batch_size
+        self.states: dict[Key, NfaState] = {}
+
+    def run(self, events: Sequence[NumberedEvent]) -> list[Match]:
+        matches: list[Match] = []
+        for batch in batches(events, self.batch_size):
+            matches.extend(self.process_batch(batch))
+        return sorted(matches, key=Match.key)
+
+    def process_batch(self, batch: Sequence[NumberedEvent]) -> list[Match]:
+        rows = self.evaluator.evaluate((n.id, n.event) for n in batch)
+        ranks = {n.id: n for n in batch}
+        found: list[Match] = []
+        for key, groups in groups_by_key(rows, ranks, self.plan.key).items():
+            state = self.states.get(key) or self.runtime.new_state()
+            state, matches = self.runtime.process(state, groups)
+            self.states[key] = state
+            found.extend(matches)
+        last = batch[-1]
+        for key, state in list(self.states.items()):
+            self.runtime.advance_time(state, last.rank, last.event.time.seconds)
+            if not state.runs:
+                del self.states[key]
+        return found
+
+
+class GpmEvaluatorLike(Protocol):
+    """What the replay needs from a GPM stage (the Oxigraph evaluator)."""
+
+    def evaluate(
+        self, events: Iterable[tuple[int, GraphEvent]]
+    ) -> Mapping[int, Sequence[tuple[int, Mapping[str, str]]]]: ...

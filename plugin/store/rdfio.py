@@ -1,0 +1,237 @@
+"""Reading graph events and background knowledge from RDF files.
+
+Event files are TriG or N-Quads: each named graph is one event, and its
+timestamp is the triple `<graph> prov:generatedAtTime T` in the default graph
+(T an xsd:dateTime or a number). Blank nodes are scoped to the document they
+come from: they are renamed with a per-document prefix so that two files (or
+two HTTP requests) never share one by accident.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyoxigraph as ox
+
+from rsep.plugin.events import GraphEvent, Timestamp, TimestampError
+
+PROV_GENERATED_AT = "http://www.w3.org/ns/prov#generatedAtTime"
+_GENERATED_AT = ox.NamedNode(PROV_GENERATED_AT)
+EVENT_FORMATS = {".trig": ox.RdfFormat.TRIG, ".nq": ox.RdfFormat.N_QUADS, ".nquads": ox.RdfFormat.N_QUADS}
+KB_FORMATS = {
+    **EVENT_FORMATS,
+    ".ttl": ox.RdfFormat.TURTLE,
+    ".nt": ox.RdfFormat.N_TRIPLES,
+    ".n3": ox.RdfFormat.TURTLE,
+    ".rdf": ox.RdfFormat.RDF_XML,
+    ".owl": ox.RdfFormat.RDF_XML,
+    ".jsonld": ox.RdfFormat.JSON_LD,
+}
+MEDIA_TYPES = {"application/trig": ox.RdfFormat.TRIG, "application/n-quads": ox.RdfFormat.N_QUADS}
+
+
+class DataError(ValueError):
+    """Bad input data, located as precisely as the input allows."""
+
+    def __init__(self, source: str, message: str, line: int | None = None, column: int | None = None):
+        super().__init__(message)
+        self.source, self.message, self.line, self.column = source, message, line, column
+
+    def __str__(self) -> str:
+        where = self.source if self.line is None else f"{self.source}:{self.line}:{self.column or 1}"
+        return f"{where}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Draft:
+    name: ox.NamedNode | ox.BlankNode
+    triples: list[ox.Triple]
+
+
+def format_for(path: Path, formats: dict[str, ox.RdfFormat], what: str) -> ox.RdfFormat:
+    try:
+        return formats[path.suffix.lower()]
+    except KeyError:
+        known = ", ".join(sorted(formats))
+        raise DataError(
+            str(path), f"cannot tell the {what} format from the extension (use {known})"
+        ) from None
+
+
+def read_event_file(path: Path, stream: str, *, scope: str) -> list[GraphEvent]:
+    """All events of one file, ordered by timestamp (stable for equal ones)."""
+    fmt = format_for(path, EVENT_FORMATS, "event file")
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise DataError(str(path), f"cannot read the file: {error.strerror}") from None
+    return parse_events(data, fmt, stream, source=str(path), scope=scope, base_iri=path.resolve().as_uri())
+
+
+def parse_events(
+    data: bytes,
+    fmt: ox.RdfFormat,
+    stream: str,
+    *,
+    source: str,
+    scope: str,
+    base_iri: str | None = None,
+    default_time: Timestamp | None = None,
+) -> list[GraphEvent]:
+    """Parse a whole payload or fail without yielding anything: a bad payload
+    is rejected whole. Events without a timestamp get `default_time` when
+    given (HTTP ingest stamps arrival time), and are an error otherwise."""
+    quads = _parse(data, fmt, source, base_iri)
+    drafts, stamps = _split(quads, source, data, scope)
+    events = []
+    for key, draft in drafts.items():
+        time = stamps.pop(key, None) or default_time
+        if time is None:
+            raise _located(source, data, draft.name, f"event graph {draft.name} has no prov:generatedAtTime")
+        events.append(GraphEvent(stream, str(draft.name), time, _ntriples(draft.triples)))
+    for key, time in stamps.items():  # a timestamp for a graph without triples: an empty event
+        events.append(GraphEvent(stream, key, time, ""))
+    events.sort(key=lambda e: e.time.seconds)
+    return events
+
+
+def _parse(data: bytes, fmt: ox.RdfFormat, source: str, base_iri: str | None) -> list[ox.Quad]:
+    try:
+        return list(ox.parse(data, fmt, base_iri=base_iri))
+    except SyntaxError as error:
+        line, column = _syntax_position(error)
+        raise DataError(source, _syntax_message(error), line, column) from None
+
+
+def _split(
+    quads: Iterable[ox.Quad], source: str, data: bytes, scope: str
+) -> tuple[dict[str, _Draft], dict[str, Timestamp]]:
+    renamer = _BlankNodeScope(scope)
+    drafts: dict[str, _Draft] = {}
+    stamps: dict[str, Timestamp] = {}
+    for quad in quads:
+        if isinstance(quad.graph_name, ox.DefaultGraph):
+            _read_timestamp(quad, renamer, stamps, source, data)
+            continue
+        name = renamer.term(quad.graph_name)
+        key = str(name)
+        draft = drafts.get(key)
+        if draft is None:
+            draft = drafts[key] = _Draft(name, [])  # type: ignore[arg-type]
+        draft.triples.append(
+            ox.Triple(renamer.term(quad.subject), quad.predicate, renamer.term(quad.object))  # type: ignore[arg-type]
+        )
+    return drafts, stamps
+
+
+def _read_timestamp(
+    quad: ox.Quad, renamer: _BlankNodeScope, stamps: dict[str, Timestamp], source: str, data: bytes
+) -> None:
+    subject = renamer.term(quad.subject)
+    if quad.predicate != _GENERATED_AT:
+        raise _located(
+            source,
+            data,
+            subject,
+            f"the default graph may only hold prov:generatedAtTime triples, found {quad.predicate} "
+            f"on {quad.subject}",
+        )
+    value = quad.object
+    key = str(subject)
+    if not isinstance(value, ox.Literal):
+        raise _located(source, data, subject, f"the timestamp of {key} must be a literal, not {value}")
+    try:
+        stamp = Timestamp.from_literal(value.value, value.datatype.value)
+    except TimestampError as error:
+        raise _located(source, data, subject, f"bad timestamp for {key}: {error}") from None
+    if key in stamps and stamps[key] != stamp:
+        raise _located(source, data, subject, f"event graph {key} has two timestamps")
+    stamps[key] = stamp
+
+
+class _BlankNodeScope:
+    """Renames blank nodes of one document with a fixed prefix (deterministic,
+    unlike random renaming, so outputs are reproducible)."""
+
+    def __init__(self, scope: str) -> None:
+        self.prefix = re.sub(r"[^A-Za-z0-9]", "", scope) or "d"
+        self.cache: dict[str, ox.BlankNode] = {}
+
+    def term(self, term: object) -> object:
+        if isinstance(term, ox.BlankNode):
+            renamed = self.cache.get(term.value)
+            if renamed is None:
+                renamed = self.cache[term.value] = ox.BlankNode(f"{self.prefix}x{term.value}")
+            return renamed
+        return term
+
+
+def _ntriples(triples: list[ox.Triple]) -> str:
+    if not triples:
+        return ""
+    data = ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES)
+    assert data is not None  # no output file given, so the bytes are returned
+    return data.decode()
+
+
+def _syntax_position(error: SyntaxError) -> tuple[int | None, int | None]:
+    if error.lineno is not None:
+        return error.lineno, error.offset
+    match = re.search(r"(\d+):(\d+)", str(error))
+    return (int(match.group(1)), int(match.group(2))) if match else (None, None)
+
+
+def _syntax_message(error: SyntaxError) -> str:
+    text = str(error.args[0]) if error.args else str(error)
+    return re.sub(r"^Parser error at line \d+ between columns \d+ and \d+: ", "", text)
+
+
+def _located(source: str, data: bytes, term: object, message: str) -> DataError:
+    """An error positioned at the first mention of `term` in the payload."""
+    text = data.decode("utf-8", "replace")
+    needle = str(term)
+    index = text.find(needle)
+    if index < 0 and isinstance(term, ox.NamedNode):
+        index = _find_local_name(text, term.value)
+    if index < 0:
+        return DataError(source, message)
+    line = text.count("\n", 0, index) + 1
+    column = index - (text.rfind("\n", 0, index) + 1) + 1
+    return DataError(source, message, line, column)
+
+
+def _find_local_name(text: str, iri: str) -> int:
+    local = re.split(r"[#/:]", iri)[-1]
+    if not local:
+        return -1
+    match = re.search(rf"(?<![\w-]){re.escape(local)}(?![\w-])", text)
+    return match.start() if match else -1
+
+
+def load_into(store: ox.Store, path: Path, *, graph: str | None = None) -> int:
+    """Load a background-knowledge file (named graphs kept; triple formats go
+    to `graph`, or the default graph). Returns the number of quads loaded."""
+    fmt = format_for(path, KB_FORMATS, "knowledge base")
+    target = ox.NamedNode(graph) if graph else None
+    try:
+        quads = list(ox.parse(path=str(path), format=fmt, base_iri=path.resolve().as_uri()))
+    except SyntaxError as error:
+        line, column = _syntax_position(error)
+        raise DataError(str(path), _syntax_message(error), line, column) from None
+    except OSError as error:
+        raise DataError(str(path), f"cannot read the file: {error.strerror}") from None
+    if target is not None:
+        quads = [ox.Quad(q.subject, q.predicate, q.object, target) for q in quads]
+    store.extend(quads)
+    return len(quads)
+
+
+def batch_nquads(events: Iterable[tuple[int, GraphEvent]], graph_prefix: str) -> str:
+    """N-Quads text of a batch of events, each in the graph `graph_prefix + id`.
+    Canonical N-Triples escapes newlines inside literals, so " .\n" only ends lines."""
+    return "".join(
+        event.ntriples.replace(" .\n", f" <{graph_prefix}{event_id}> .\n") for event_id, event in events
+    )
