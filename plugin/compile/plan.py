@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from rsep.plugin.algebra.events import (
     Conjunction,
+    ConsumptionPolicy,
     Disjunction,
     EventPattern,
     EventQuery,
@@ -49,6 +50,11 @@ def compile_query(query: EventQuery) -> QueryPlan:
         raise CompileError(
             "this query mixes event patterns with other graph patterns; "
             "the NFA compiler handles one top-level event pattern"
+        )
+    if query.consumption is not ConsumptionPolicy.UNRESTRICTED:
+        raise CompileError(
+            f"the {query.consumption.value} consumption policy is not implemented by the NFA runtime yet; "
+            "use unrestricted"
         )
     gpms = collect_gpms(pattern)
     plans = tuple(plan_gpm(i, g) for i, g in enumerate(gpms))

@@ -1,0 +1,117 @@
+"""`rsep run`'s work, callable from tests and benchmarks: read the query and
+the files, compile, replay in-process or on Spark, format the matches."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from rsep.grammar import parse_event_query
+from rsep.plugin.algebra.events import ConsumptionPolicy, EventQuery
+from rsep.plugin.compile.plan import QueryPlan, compile_query
+from rsep.plugin.events import GraphEvent
+from rsep.plugin.nfa.runtime import Match
+from rsep.plugin.replay import NumberedEvent, Replay, number_events
+from rsep.plugin.results import Projector, Solution, jsonl_line, srj_document
+from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.rdfio import DataError, load_into, read_event_file
+
+
+class UsageError(ValueError):
+    """A request that cannot be served as given (unknown stream, missing file)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamFile:
+    iri: str
+    path: Path
+
+
+@dataclass(frozen=True, slots=True)
+class KbFile:
+    path: Path
+    graph: str | None = None
+
+
+@dataclass(slots=True)
+class RunRequest:
+    query_file: Path
+    streams: Sequence[StreamFile]
+    kb: Sequence[KbFile] = ()
+    policy: ConsumptionPolicy | None = None
+    engine: str = "spark"
+    master: str = "local[*]"
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    plan: QueryPlan
+    events: list[NumberedEvent]
+    matches: list[Match]
+    solutions: list[Solution]
+
+    def jsonl(self) -> str:
+        return "".join(jsonl_line(s) + "\n" for s in self.solutions)
+
+    def srj(self) -> str:
+        return srj_document(self.plan.output_vars, self.solutions) + "\n"
+
+
+def load_query(path: Path, policy: ConsumptionPolicy | None = None) -> EventQuery:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise DataError(str(path), f"cannot read the query: {error.strerror}") from None
+    query = parse_event_query(text, source=str(path))
+    if policy is not None and policy is not query.consumption:
+        query = replace(query, consumption=policy)
+    return query
+
+
+def read_streams(plan: QueryPlan, streams: Sequence[StreamFile]) -> list[list[GraphEvent]]:
+    """Events per stream of the query, in the query's stream order."""
+    wanted = list(plan.streams)
+    given: dict[str, list[GraphEvent]] = {}
+    for index, stream in enumerate(streams):
+        if stream.iri not in wanted:
+            raise UsageError(
+                f"unknown stream <{stream.iri}>: the query reads " + ", ".join(f"<{iri}>" for iri in wanted)
+            )
+        events = read_event_file(stream.path, stream.iri, scope=f"s{index}")
+        given.setdefault(stream.iri, []).extend(events)
+    missing = [iri for iri in wanted if iri not in given]
+    if missing:
+        raise UsageError(f"no events given for stream <{missing[0]}>: add --stream {missing[0]}=FILE")
+    return [sorted(given[iri], key=lambda e: e.time.seconds) for iri in wanted]
+
+
+def load_kb(files: Sequence[KbFile]) -> KnowledgeBase:
+    kb = KnowledgeBase()
+    for file in files:
+        load_into(kb.store, file.path, graph=file.graph)
+    kb.touch()
+    return kb
+
+
+def run(request: RunRequest) -> RunResult:
+    query = load_query(request.query_file, request.policy)
+    plan = compile_query(query)
+    request.warnings.extend(plan.warnings)
+    kb = load_kb(request.kb)
+    events = number_events(read_streams(plan, request.streams))
+    matches = replay(plan, kb, events, request.engine, request.master)
+    solutions = Projector(plan).solutions(matches, [n.event for n in events])
+    return RunResult(plan, events, matches, solutions)
+
+
+def replay(
+    plan: QueryPlan, kb: KnowledgeBase, events: list[NumberedEvent], engine: str, master: str
+) -> list[Match]:
+    if engine == "inprocess":
+        return Replay(plan, GpmEvaluator(plan.gpms, kb)).run(events)
+    from rsep.plugin.spark.session import get_session
+    from rsep.plugin.spark.stage import SparkReplay
+
+    return SparkReplay(plan, kb, get_session(master)).run(events)
