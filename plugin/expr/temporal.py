@@ -95,6 +95,10 @@ def _sub(a: Seconds, b: Seconds) -> Seconds:
     return EXACT.subtract(a, b)
 
 
+def _abs(seconds: Seconds) -> Seconds:
+    return abs(seconds) if isinstance(seconds, int) else EXACT.abs(seconds)
+
+
 def _split(seconds: Seconds) -> tuple[int, int, int, int, Seconds]:
     """(days, hour, minute, whole seconds, fractional part) of a local time-line value."""
     if isinstance(seconds, int):
@@ -133,7 +137,7 @@ _LEXICAL: Final = (
 )
 
 
-def _parse_tz(text: str | None) -> int | None | bool:
+def _parse_tz(text: str | None) -> int | bool | None:
     """Offset minutes, None when absent, False when invalid."""
     if text is None:
         return None
@@ -328,7 +332,7 @@ def parse_duration(text: str, restriction: str | None) -> Duration | None:
     if seconds is not None:
         total = _add(total, Decimal(seconds) if "." in seconds else int(seconds))
     if sign:
-        return -total_months, -total
+        return -total_months, EXACT.minus(total) if isinstance(total, Decimal) else -total
     return total_months, total
 
 
@@ -342,7 +346,7 @@ def format_duration(months: int, seconds: Seconds, year_month: bool = False) -> 
         parts.append(f"{years}Y")
     if rest_months:
         parts.append(f"{rest_months}M")
-    magnitude = abs(seconds)
+    magnitude = _abs(seconds)
     whole = int(magnitude)
     days, rest = divmod(whole, 86400)
     hours, rest = divmod(rest, 3600)

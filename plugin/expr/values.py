@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 import struct
+from collections.abc import Callable
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Final
@@ -298,7 +299,16 @@ _INTEGER_LEX: Final = re.compile(r"[+-]?[0-9]+")
 _DECIMAL_LEX: Final = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 _DOUBLE_LEX: Final = re.compile(r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|INF)|NaN")
 _UNESCAPE: Final = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", re.S)
-_SIMPLE_UNESCAPES: Final = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
+_SIMPLE_UNESCAPES: Final = {
+    "t": "\t",
+    "b": "\b",
+    "n": "\n",
+    "r": "\r",
+    "f": "\f",
+    '"': '"',
+    "'": "'",
+    "\\": "\\",
+}
 
 
 def _unescape_char(match: re.Match[str]) -> str:
@@ -309,7 +319,7 @@ def _unescape_char(match: re.Match[str]) -> str:
 
 
 def parse_integer_lexical(text: str) -> int | None:
-    if _INTEGER_LEX.fullmatch(text) is None:
+    if not (text.isdigit() and text.isascii()) and _INTEGER_LEX.fullmatch(text) is None:
         return None
     try:
         return int(text)
@@ -348,73 +358,55 @@ def typed_literal(lex: str, datatype: str, nt: str | None = None) -> Value:
     as literals it cannot compare except by term equality)."""
     if datatype == XSD_STRING:
         return Value(STRING, lex, XSD_STRING, None, lex, None)
-    parser = _TYPED_PARSERS.get(datatype)
-    value = parser(lex, datatype) if parser is not None else None
-    if value is None:
-        return Value(OTHER, lex, datatype, None, lex, nt)
-    value._lex = lex
-    value._nt = nt
-    return value
+    entry = _TYPED_PARSERS.get(datatype)
+    if entry is not None:
+        kind, parse = entry
+        value = parse(lex)
+        if value is not None:
+            return Value(kind, value, datatype, None, lex, nt)
+    return Value(OTHER, lex, datatype, None, lex, nt)
 
 
-def _parse_integer(lex: str, datatype: str) -> Value | None:
-    number = parse_integer_lexical(lex)
-    if number is None or (datatype != XSD_INTEGER and not in_integer_range(number, datatype)):
-        return None
-    return Value(INTEGER, number, datatype)
+def _integer_parser(datatype: str) -> Callable[[str], int | None]:
+    if datatype == XSD_INTEGER:
+        return parse_integer_lexical
 
-
-def _parse_decimal(lex: str, datatype: str) -> Value | None:
-    number = parse_decimal_lexical(lex)
-    return None if number is None else Value(DECIMAL, number, datatype)
-
-
-def _parse_double(lex: str, datatype: str) -> Value | None:
-    number = parse_double_lexical(lex)
-    return None if number is None else Value(DOUBLE, number, datatype)
-
-
-def _parse_float(lex: str, datatype: str) -> Value | None:
-    number = parse_double_lexical(lex)
-    return None if number is None else Value(FLOAT, to_f32(number), datatype)
-
-
-def _parse_boolean(lex: str, datatype: str) -> Value | None:
-    flag = parse_boolean_lexical(lex)
-    return None if flag is None else Value(BOOLEAN, flag, datatype)
-
-
-def _temporal_parser(kind: int) -> Any:
-    def parse(lex: str, datatype: str) -> Value | None:
-        parsed = temporal.parse_temporal(kind - DATETIME, lex)
-        return None if parsed is None else Value(kind, parsed, datatype)
+    def parse(lex: str) -> int | None:
+        number = parse_integer_lexical(lex)
+        return number if number is not None and in_integer_range(number, datatype) else None
 
     return parse
 
 
-def _duration_parser(kind: int) -> Any:
+def _parse_float(lex: str) -> float | None:
+    number = parse_double_lexical(lex)
+    return None if number is None else to_f32(number)
+
+
+def _temporal_parser(kind: int) -> Callable[[str], temporal.Temporal | None]:
+    index = kind - DATETIME
+    return lambda lex: temporal.parse_temporal(index, lex)
+
+
+def _duration_parser(kind: int) -> Callable[[str], temporal.Duration | None]:
     restriction = {DURATION: None, YM_DURATION: "ym", DT_DURATION: "dt"}[kind]
-
-    def parse(lex: str, datatype: str) -> Value | None:
-        parsed = temporal.parse_duration(lex, restriction)
-        return None if parsed is None else Value(kind, parsed, datatype)
-
-    return parse
+    return lambda lex: temporal.parse_duration(lex, restriction)
 
 
-_TYPED_PARSERS: Final[dict[str, Any]] = {
-    **{datatype: _parse_integer for datatype in INTEGER_TYPES},
-    XSD_DECIMAL: _parse_decimal,
-    XSD_DOUBLE: _parse_double,
-    XSD_FLOAT: _parse_float,
-    XSD_BOOLEAN: _parse_boolean,
-    XSD_DATETIME: _temporal_parser(DATETIME),
-    XSD_DATE: _temporal_parser(DATE),
-    XSD_TIME: _temporal_parser(TIME),
-    XSD_DURATION: _duration_parser(DURATION),
-    XSD_YM_DURATION: _duration_parser(YM_DURATION),
-    XSD_DT_DURATION: _duration_parser(DT_DURATION),
+_TYPED_PARSERS: Final[dict[str, tuple[int, Callable[[str], Any]]]] = {
+    **{datatype: (INTEGER, _integer_parser(datatype)) for datatype in INTEGER_TYPES},
+    XSD_DECIMAL: (DECIMAL, parse_decimal_lexical),
+    XSD_DOUBLE: (DOUBLE, parse_double_lexical),
+    XSD_FLOAT: (FLOAT, _parse_float),
+    XSD_BOOLEAN: (BOOLEAN, parse_boolean_lexical),
+    XSD_DATETIME: (DATETIME, _temporal_parser(DATETIME)),
+    XSD_DATE: (DATE, _temporal_parser(DATE)),
+    XSD_TIME: (TIME, _temporal_parser(TIME)),
+    XSD_DURATION: (DURATION, _duration_parser(DURATION)),
+    XSD_YM_DURATION: (YM_DURATION, _duration_parser(YM_DURATION)),
+    XSD_DT_DURATION: (DT_DURATION, _duration_parser(DT_DURATION)),
 }
+"""datatype IRI -> (kind, lexical form parser returning None when ill-formed)."""
 
 
 @lru_cache(maxsize=1 << 17)
@@ -424,25 +416,27 @@ def parse_term(nt: str) -> Value:
     Raises ValueError for text that is not an N-Triples term: that is a bug
     in the caller, not a SPARQL evaluation error.
     """
-    first = nt[:1]
-    if first == "<" and nt[-1] == ">":
-        return Value(IRI, nt[1:-1], "", None, nt[1:-1], nt)
-    if first == "_" and nt.startswith("_:"):
-        return Value(BNODE, nt[2:], "", None, nt[2:], nt)
-    if first == '"':
-        end = nt.rfind('"')
-        if end > 0:
-            lex = nt[1:end]
-            if "\\" in lex:
-                lex = _UNESCAPE.sub(_unescape_char, lex)
-            suffix = nt[end + 1 :]
-            if not suffix:
-                return Value(STRING, lex, XSD_STRING, None, lex, nt)
-            if suffix[0] == "@" and len(suffix) > 1:
-                lang = suffix[1:]
-                canonical = nt if lang.islower() or (not lang.isalpha() and lang == lang.lower()) else None
-                return Value(LANG, lex, RDF_LANGSTRING, lang.lower(), lex, canonical)
-            if suffix.startswith("^^<") and suffix[-1] == ">":
-                datatype = suffix[3:-1]
-                return typed_literal(lex, datatype, nt if datatype != XSD_STRING else None)
+    if nt:
+        first = nt[0]
+        if first == '"':
+            end = nt.rfind('"')
+            if end > 0:
+                lex = nt[1:end]
+                if "\\" in lex:
+                    lex = _UNESCAPE.sub(_unescape_char, lex)
+                if end == len(nt) - 1:
+                    return Value(STRING, lex, XSD_STRING, None, lex, nt)
+                if nt[end + 1] == "@" and end + 2 < len(nt):
+                    lang = nt[end + 2 :]
+                    lower = lang.lower()
+                    return Value(LANG, lex, RDF_LANGSTRING, lower, lex, nt if lang == lower else None)
+                if nt.startswith("^^<", end + 1) and nt[-1] == ">":
+                    datatype = nt[end + 4 : -1]
+                    return typed_literal(lex, datatype, nt if datatype != XSD_STRING else None)
+        elif first == "<" and nt[-1] == ">":
+            iri = nt[1:-1]
+            return Value(IRI, iri, "", None, iri, nt)
+        elif first == "_" and nt.startswith("_:"):
+            label = nt[2:]
+            return Value(BNODE, label, "", None, label, nt)
     raise ValueError(f"not an N-Triples term: {nt!r}")

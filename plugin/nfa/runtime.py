@@ -111,8 +111,9 @@ class _Candidate:
 
 
 class Runtime:
-    """An automaton plus its compiled stateful filters; cheap to build per
-    process (filters compile on first use, so the automaton pickles)."""
+    """An automaton plus its compiled stateful filters. Build one per process:
+    the automaton pickles (it holds expressions, not closures) and the filters
+    compile here."""
 
     def __init__(self, automaton: Automaton) -> None:
         self.automaton = automaton

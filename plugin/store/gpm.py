@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 import pyoxigraph as ox
 
@@ -38,6 +40,48 @@ class KnowledgeBase:
     def graph_quads(self, graph: str) -> list[ox.Quad]:
         return list(self.store.quads_for_pattern(None, None, None, ox.NamedNode(graph)))
 
+    def snapshot(self, plans: Sequence[GpmPlan]) -> BackgroundSnapshot:
+        """What `plans` read from this knowledge base, evaluated now."""
+        answers = {p.kb_query: self.select(p.kb_query) for p in plans if p.kb_query is not None}
+        names = sorted({g for p in plans for g in p.kb_graphs_in_batch})
+        graphs = {g: _nquads(self.graph_quads(g)) for g in names}
+        return BackgroundSnapshot(self.version, answers, graphs)
+
+
+class Background(Protocol):
+    """What the GPM stage reads from the background knowledge base."""
+
+    @property
+    def version(self) -> int: ...
+
+    def select(self, query: str) -> list[dict[str, str]]: ...
+
+    def graph_quads(self, graph: str) -> Iterable[ox.Quad]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BackgroundSnapshot:
+    """A knowledge base's answers to a plan's background queries and its
+    graphs as N-Quads text, taken once on the driver: it pickles, so Spark
+    broadcasts it and executors never open the store."""
+
+    version: int
+    answers: Mapping[str, list[dict[str, str]]]
+    graphs: Mapping[str, str]
+
+    def select(self, query: str) -> list[dict[str, str]]:
+        try:
+            return self.answers[query]
+        except KeyError:
+            raise KeyError(f"background query not in the snapshot: {query}") from None
+
+    def graph_quads(self, graph: str) -> Iterable[ox.Quad]:
+        return ox.parse(self.graphs[graph], ox.RdfFormat.N_QUADS)
+
+
+def _nquads(quads: list[ox.Quad]) -> str:
+    return (ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b"").decode()
+
 
 def solutions(results: object) -> list[dict[str, str]]:
     """SELECT results as mappings of variable name -> N-Triples term."""
@@ -52,7 +96,7 @@ def solutions(results: object) -> list[dict[str, str]]:
 class GpmEvaluator:
     """Runs a query plan's GPMs over batches of events."""
 
-    def __init__(self, plans: Sequence[GpmPlan], kb: KnowledgeBase | None = None) -> None:
+    def __init__(self, plans: Sequence[GpmPlan], kb: Background | None = None) -> None:
         self.plans = plans
         self.kb = kb or KnowledgeBase()
         self._background: dict[int, tuple[int, list[dict[str, str]]]] = {}
@@ -62,9 +106,15 @@ class GpmEvaluator:
         by_stream: dict[str, list[tuple[int, GraphEvent]]] = defaultdict(list)
         for event_id, event in events:
             by_stream[event.stream].append((event_id, event))
-        stores = {stream: self._store(batch) for stream, batch in by_stream.items()}
+        texts = {stream: batch_nquads(batch, EVENT_GRAPH_PREFIX) for stream, batch in by_stream.items()}
+        plain = {stream: self._store(text, ()) for stream, text in texts.items()}
+        kb_graphs = sorted({g for plan in self.plans for g in plan.kb_graphs_in_batch})
+        # Plans that read KB graphs inside the event pattern get their own store
+        # holding copies of those graphs, so that other GPMs never see them.
+        enriched = {stream: self._store(text, kb_graphs) for stream, text in texts.items()} if kb_graphs else {}
         rows: dict[int, list[Row]] = {}
         for plan in self.plans:
+            stores = enriched if plan.kb_graphs_in_batch else plain
             found: list[Row] = []
             for stream in plan.streams:
                 store = stores.get(stream)
@@ -74,15 +124,14 @@ class GpmEvaluator:
                 rows[plan.index] = found
         return rows
 
-    def _store(self, batch: list[tuple[int, GraphEvent]]) -> ox.Store:
+    def _store(self, nquads: str, kb_graphs: Iterable[str]) -> ox.Store:
         store = ox.Store()
-        store.extend(ox.parse(batch_nquads(batch, EVENT_GRAPH_PREFIX), ox.RdfFormat.N_QUADS))
+        store.extend(ox.parse(nquads, ox.RdfFormat.N_QUADS))
+        for graph in kb_graphs:
+            store.extend(self.kb.graph_quads(graph))
         return store
 
     def _match(self, plan: GpmPlan, store: ox.Store) -> list[Row]:
-        if plan.kb_graphs_in_batch:
-            for graph in plan.kb_graphs_in_batch:
-                store.extend(self.kb.graph_quads(graph))
         rows = [_row(m) for m in solutions(store.query(plan.event_query))]
         if plan.kb_query is None:
             return rows

@@ -1,0 +1,53 @@
+"""The event-query dialects rsep reads, and how a query finds its dialect.
+
+A dialect is a grammar file plus a transformer to the one event algebra (the
+sqlglot way: a small table per dialect, nothing dialect-specific downstream).
+Without an explicit dialect, each one is tried; a query that none accepts
+gets the error of the dialect that read furthest into it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lark import Transformer
+
+from rsep.grammar.parser import SparqlSyntaxError, parse_with
+from rsep.grammar.spaseq import SpaseqTransformer
+from rsep.plugin.algebra.events import EventQuery
+
+
+@dataclass(frozen=True, slots=True)
+class DialectSyntax:
+    name: str
+    grammar: str
+    transformer: Callable[[str | None], Transformer]  # type: ignore[type-arg]
+
+
+DIALECTS: dict[str, DialectSyntax] = {
+    "spaseq": DialectSyntax("spaseq", "spaseq", SpaseqTransformer),
+}
+
+
+def parse_event_query(
+    text: str, *, source: str = "<query>", dialect: str | None = None, base_iri: str | None = None
+) -> EventQuery:
+    """Parse an event query of the given dialect, or of whichever dialect accepts it."""
+    if dialect is not None and dialect not in DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r} (known: {', '.join(DIALECTS)})")
+    candidates = [DIALECTS[dialect]] if dialect else list(DIALECTS.values())
+    errors: list[SparqlSyntaxError] = []
+    for syntax in candidates:
+        try:
+            query: EventQuery = parse_with(
+                syntax.grammar,
+                text,
+                lambda s=syntax: s.transformer(base_iri),  # type: ignore[misc]
+                start="query_unit",
+                source=source,
+            )
+            return query
+        except SparqlSyntaxError as error:
+            errors.append(error)
+    raise max(errors, key=lambda e: (e.line, e.column))

@@ -1,0 +1,241 @@
+"""SPAseq: grammar/spaseq.lark's transformer to the event algebra.
+
+A SPAseq query becomes an EventQuery whose WHERE is one MatchElement holding
+the sequence expression; each `DEFINE GPM` becomes a GraphPatternEvent on the
+stream IRIs its aliases name. Kleene+ contiguity between occurrences follows
+Defs. 13-14 (docs/semantics.md): skip-till-next for a leading Kleene+, strict
+inside a sequence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from lark import Token
+from lark.tree import Meta
+from lark.visitors import v_args
+
+from rsep.grammar.sparql_transformer import QueryParts, SparqlTransformer, StaticSemanticsError
+from rsep.plugin.algebra.events import (
+    SPASEQ,
+    Conjunction,
+    Disjunction,
+    Duration,
+    EventPattern,
+    EventQuery,
+    GraphPatternEvent,
+    KleenePlus,
+    MatchElement,
+    Negation,
+    OptionalEvent,
+    SelectForm,
+    SelectionStrategy,
+    Sequence,
+    StreamDecl,
+    TimeUnit,
+)
+from rsep.plugin.algebra.sparql import (
+    IRI,
+    GroupPattern,
+    InlineData,
+    Prologue,
+    SolutionModifiers,
+    Var,
+)
+
+_UNITS = {
+    "MILLISECOND": TimeUnit.MILLISECONDS,
+    "SECOND": TimeUnit.SECONDS,
+    "MINUTE": TimeUnit.MINUTES,
+    "HOUR": TimeUnit.HOURS,
+    "DAY": TimeUnit.DAYS,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Partition:
+    variables: tuple[Var, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Stream:
+    alias: Token
+    iri: IRI
+
+
+@dataclass(frozen=True, slots=True)
+class _GpmDefinition:
+    name: Token
+    streams: tuple[Token, ...]
+    pattern: GroupPattern
+
+
+@dataclass(frozen=True, slots=True)
+class _Ref:
+    """A GPM name in the SEQ expression, kept with its position until the
+    definitions are known."""
+
+    name: Token
+
+
+@dataclass(frozen=True, slots=True)
+class _Alternatives:
+    options: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Conjuncts:
+    operands: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Element:
+    operand: Any
+    modifier: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _SeqExpression:
+    elements: tuple[_Element, ...]
+    operators: tuple[SelectionStrategy, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Body:
+    sequence: _SeqExpression
+    definitions: tuple[_GpmDefinition, ...]
+
+
+class SpaseqTransformer(SparqlTransformer):
+    """One method per rule spaseq.lark adds or overrides."""
+
+    def within_clause(self, children: list[Token]) -> Duration:
+        amount, unit = children
+        return Duration(float(amount), _UNITS[str(unit).upper().rstrip("S")])
+
+    def partition_clause(self, children: list[Var]) -> _Partition:
+        return _Partition(tuple(children))
+
+    def stream_clause(self, children: list[Any]) -> _Stream:
+        alias, iri = children
+        return _Stream(alias, iri)
+
+    def gpm_definition(self, children: list[Any]) -> _GpmDefinition:
+        name, *streams, pattern = children
+        return _GpmDefinition(name, tuple(streams), pattern)
+
+    def gpm_reference(self, children: list[Token]) -> _Ref:
+        return _Ref(children[0])
+
+    def seq_conjunction(self, children: list[Any]) -> Any:
+        return children[0] if len(children) == 1 else _Conjuncts(tuple(children))
+
+    def seq_alternatives(self, children: list[Any]) -> Any:
+        return children[0] if len(children) == 1 else _Alternatives(tuple(children))
+
+    def seq_element(self, children: list[Any]) -> _Element:
+        modifier = str(children[1]) if len(children) > 1 else None
+        return _Element(children[0], modifier)
+
+    def seq_expression(self, children: list[Any]) -> _SeqExpression:
+        elements = tuple(c for c in children if isinstance(c, _Element))
+        operators = tuple(SelectionStrategy(str(c)) for c in children if isinstance(c, Token))
+        return _SeqExpression(elements, operators)
+
+    def seq_clause(self, children: list[_SeqExpression]) -> _SeqExpression:
+        return children[0]
+
+    def spaseq_where(self, children: list[Any]) -> _Body:
+        sequence, *definitions = children
+        return _Body(sequence, tuple(definitions))
+
+    @v_args(meta=True)
+    def select_query(self, meta: Meta, children: list[Any]) -> EventQuery:
+        parts = QueryParts.collect(children)
+        if parts.modifiers != SolutionModifiers():
+            raise self._error("GROUP BY, HAVING, ORDER BY, LIMIT and OFFSET do not apply to a SPAseq query", meta)
+        if parts.dataset:
+            raise self._error("FROM and FROM NAMED do not apply to a SPAseq query: use GRAPH <kb> in a GPM", meta)
+        body = next(e for e in parts.extras if isinstance(e, _Body))
+        streams = self._streams([e for e in parts.extras if isinstance(e, _Stream)])
+        gpms = self._gpms(body.definitions, streams)
+        within = [e for e in parts.extras if isinstance(e, Duration)]
+        partition = [v for e in parts.extras if isinstance(e, _Partition) for v in e.variables]
+        clause = parts.select
+        assert clause is not None
+        return EventQuery(
+            dialect=SPASEQ,
+            form=SelectForm(clause.projection, clause.distinct),
+            streams=tuple(StreamDecl(iri.value, alias) for alias, iri in streams.items()),
+            where=GroupPattern((MatchElement(self._pattern(body.sequence, gpms)),)),
+            within=within[-1] if within else None,
+            partition_by=tuple(partition),
+        )
+
+    def finish_query(self, form: Any, prologue: Prologue, values: InlineData | None) -> Any:
+        if values is not None:
+            raise StaticSemanticsError("a trailing VALUES clause does not apply to a SPAseq query", 1, 1)
+        return replace(form, prologue=prologue)
+
+    # ------------------------------------------------------------------ resolution
+
+    def _streams(self, declared: list[_Stream]) -> dict[str, IRI]:
+        streams: dict[str, IRI] = {}
+        for stream in declared:
+            if str(stream.alias) in streams:
+                raise self._error(f"stream {stream.alias} is declared twice", stream.alias)
+            streams[str(stream.alias)] = stream.iri
+        if not streams:
+            raise StaticSemanticsError("a SPAseq query reads at least one FROM STREAM", 1, 1)
+        return streams
+
+    def _gpms(self, definitions: tuple[_GpmDefinition, ...], streams: dict[str, IRI]) -> dict[str, GraphPatternEvent]:
+        gpms: dict[str, GraphPatternEvent] = {}
+        for definition in definitions:
+            name = str(definition.name)
+            if name in gpms:
+                raise self._error(f"GPM {name} is defined twice", definition.name)
+            iris = []
+            for alias in definition.streams:
+                if str(alias) not in streams:
+                    known = ", ".join(streams)
+                    raise self._error(f"unknown stream {alias} (the query declares {known})", alias)
+                iris.append(streams[str(alias)].value)
+            gpms[name] = GraphPatternEvent(name, tuple(iris), definition.pattern)
+        return gpms
+
+    def _pattern(self, expression: _SeqExpression, gpms: dict[str, GraphPatternEvent]) -> EventPattern:
+        elements = [
+            self._element(element, gpms, leading=index == 0) for index, element in enumerate(expression.elements)
+        ]
+        if len(elements) == 1:
+            return elements[0]
+        return Sequence(tuple(elements), expression.operators)
+
+    def _element(self, element: _Element, gpms: dict[str, GraphPatternEvent], *, leading: bool) -> EventPattern:
+        inner = self._operand(element.operand, gpms)
+        if element.modifier == "+":
+            iteration = SelectionStrategy.SKIP_TILL_NEXT if leading else SelectionStrategy.STRICT
+            return KleenePlus(inner, iteration)
+        if element.modifier == "?":
+            return OptionalEvent(inner)
+        if element.modifier == "!":
+            return Negation(inner)
+        return inner
+
+    def _operand(self, operand: Any, gpms: dict[str, GraphPatternEvent]) -> EventPattern:
+        if isinstance(operand, _Ref):
+            gpm = gpms.get(str(operand.name))
+            if gpm is None:
+                defined = ", ".join(gpms) or "none"
+                raise self._error(f"SEQ uses GPM {operand.name}, which is not defined (defined: {defined})", operand.name)
+            return gpm
+        if isinstance(operand, _Conjuncts):
+            return Conjunction(tuple(self._operand(o, gpms) for o in operand.operands))
+        assert isinstance(operand, _Alternatives)
+        return Disjunction(tuple(self._operand(o, gpms) for o in operand.options))
+
+    def _error(self, message: str, where: Token | Meta) -> StaticSemanticsError:
+        line, column = self.position(where)
+        return StaticSemanticsError(message, line, column)

@@ -1,0 +1,310 @@
+"""The Spark stage on small hand-built inputs: exact matches, and the same
+matches as the in-process replay. Small `batch_size`s spread the events over
+several partitions and GPM batches."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+import pytest
+
+from rsep.plugin.algebra.events import Negation, SelectionStrategy, Sequence
+from rsep.plugin.nfa.runtime import Match, NfaState
+from rsep.plugin.spark.adapter import KeyStep, dump_state, groups_of, load_state, match_frame, matches_of
+from rsep.plugin.spark.cds import ClassCache
+from rsep.plugin.spark.session import default_conf, local_cores
+from rsep.plugin.spark.stage import SparkReplay
+from rsep.plugin.store.gpm import KnowledgeBase
+from tests.spark.conftest import (
+    KB,
+    S1,
+    S2,
+    bgp,
+    compare,
+    event,
+    found,
+    gpm,
+    in_kb,
+    knowledge_base,
+    numbered,
+    optional,
+    plan_of,
+    reference,
+    typed,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+NEXT, ANY, STRICT = (
+    SelectionStrategy.SKIP_TILL_NEXT,
+    SelectionStrategy.SKIP_TILL_ANY,
+    SelectionStrategy.STRICT,
+)
+
+
+def seq(*elements: object, strategy: SelectionStrategy = NEXT) -> Sequence:
+    return Sequence(tuple(elements), (strategy,) * (len(elements) - 1))  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- Spark runs
+
+
+@pytest.mark.spark
+def test_sequence_over_two_streams_with_several_keys(spark: SparkSession) -> None:
+    plan = plan_of(
+        seq(typed("A", "A", value="a", streams=(S1,)), typed("B", "B", value="b", streams=(S2,))),
+        streams=(S1, S2),
+    )
+    assert plan.key == ("k",)
+    events = numbered(
+        [event(1, "A", "k1", 1), event(2, "A", "k2", 2), event(4, "A", "k1", 3)],
+        [
+            event(3, "B", "k1", 5, stream=S2),
+            event(5, "B", "k2", 6, stream=S2),
+            event(5, "B", "k1", 7, stream=S2),
+        ],
+    )
+    matches = SparkReplay(plan, KnowledgeBase(), spark, batch_size=2).run(events)
+    assert found(matches) == [
+        ((0, 2), {"a": "1", "b": "5", "k": "k1"}),
+        ((1, 4), {"a": "2", "b": "6", "k": "k2"}),
+        ((3, 5), {"a": "3", "b": "7", "k": "k1"}),
+    ]
+    assert [(m.start_time, m.end_time, m.start_rank, m.end_rank) for m in matches] == [
+        (1.0, 3.0, 0, 2),
+        (2.0, 5.0, 1, 4),
+        (4.0, 5.0, 3, 4),
+    ]
+    assert matches == reference(plan, KnowledgeBase(), events)
+
+
+@pytest.mark.spark
+def test_strict_contiguity_sees_the_other_keys_events(spark: SparkSession) -> None:
+    """Each key's NFA only gets its own rows, yet `A , B` must not match
+    across another key's event: ranks are numbered before partitioning."""
+    plan = plan_of(seq(typed("A", "A"), typed("B", "B"), strategy=STRICT))
+    events = numbered(
+        [
+            event(1, "A", "k1"),
+            event(2, "A", "k2"),  # between k1's A and B
+            event(3, "B", "k1"),
+            event(4, "B", "k2"),  # k1's B is between k2's A and B
+            event(5, "A", "k1"),
+            event(6, "B", "k1"),  # contiguous
+            event(7, "A", "k2"),
+            event(7, None),  # same timestamp, same rank: not in between
+            event(8, "B", "k2"),
+        ]
+    )
+    matches = SparkReplay(plan, KnowledgeBase(), spark, batch_size=3).run(events)
+    assert found(matches) == [((4, 5), {"k": "k1"}), ((6, 8), {"k": "k2"})]
+    assert matches == reference(plan, KnowledgeBase(), events)
+
+
+@pytest.mark.spark
+def test_stateful_filter_compares_with_an_earlier_event(spark: SparkSession) -> None:
+    plan = plan_of(
+        seq(typed("A", "A", value="a"), typed("B", "B", compare(">", "?b", "?a"), value="b"), strategy=ANY)
+    )
+    assert plan.gpms[1].residuals, "the FILTER reads ?a, bound by A: the NFA evaluates it"
+    events = numbered(
+        [
+            event(1, "A", "k1", 2),
+            event(2, "B", "k1", 1),
+            event(3, "B", "k1", 3),
+            event(4, "A", "k1", 5),
+            event(5, "B", "k1", 6),
+            event(6, "B", "k2", 9),
+        ]
+    )
+    matches = SparkReplay(plan, KnowledgeBase(), spark, batch_size=2).run(events)
+    assert found(matches) == [
+        ((0, 2), {"a": "2", "b": "3", "k": "k1"}),
+        ((0, 4), {"a": "2", "b": "6", "k": "k1"}),
+        ((3, 4), {"a": "5", "b": "6", "k": "k1"}),
+    ]
+    assert matches == reference(plan, KnowledgeBase(), events)
+
+
+ROOMS = ("<urn:room1> <urn:holds> 1", "<urn:room1> <urn:holds> 2", "<urn:room2> <urn:holds> 3")
+
+
+@pytest.mark.spark
+def test_background_graph_joins_once_and_constrains_the_sequence(spark: SparkSession) -> None:
+    """`GRAPH <kb>` blocks run once on the driver (kb_query) and join on the
+    executors; ?room, bound through the KB by both GPMs, must agree."""
+    plan = plan_of(
+        seq(
+            typed("A", "A", in_kb(bgp("?room <urn:holds> ?a")), value="a"),
+            typed("B", "B", in_kb(bgp("?room <urn:holds> ?b")), value="b"),
+            strategy=ANY,
+        )
+    )
+    assert plan.gpms[0].kb_query is not None and not plan.gpms[0].kb_graphs_in_batch
+    kb = knowledge_base(*ROOMS)
+    events = numbered(
+        [
+            event(1, "A", "k1", 1),
+            event(2, "B", "k1", 3),  # room2: incompatible
+            event(3, "B", "k1", 2),  # room1
+            event(4, "A", "k1", 4),  # in no room: the inner join drops it
+            event(5, "B", "k2", 2),
+        ]
+    )
+    matches = SparkReplay(plan, kb, spark, batch_size=2).run(events)
+    assert found(matches) == [((0, 2), {"a": "1", "b": "2", "k": "k1", "room": "<urn:room1>"})]
+    assert matches == reference(plan, kb, events)
+
+
+@pytest.mark.spark
+def test_background_graph_inside_optional_is_copied_into_the_batches(spark: SparkSession) -> None:
+    """A GRAPH block under OPTIONAL cannot be joined afterwards: the KB graph
+    travels to the executors as N-Quads and is loaded into each batch store."""
+    plan = plan_of(
+        seq(
+            typed("A", "A", optional(in_kb(bgp("?room <urn:holds> ?a"))), value="a"),
+            typed("B", "B"),
+        )
+    )
+    assert plan.gpms[0].kb_graphs_in_batch == (KB,) and plan.gpms[0].kb_query is None
+    kb = knowledge_base(*ROOMS)
+    events = numbered(
+        [event(1, "A", "k1", 3), event(2, "A", "k2", 7), event(3, "B", "k2"), event(4, "B", "k1")]
+    )
+    matches = SparkReplay(plan, kb, spark, batch_size=1).run(events)
+    assert found(matches) == [
+        ((1, 2), {"a": "7", "k": "k2"}),
+        ((0, 3), {"a": "3", "k": "k1", "room": "<urn:room2>"}),
+    ]
+    assert matches == reference(plan, kb, events)
+
+
+@pytest.mark.spark
+def test_no_partition_key_runs_one_nfa(spark: SparkSession) -> None:
+    """A GPM without ?k leaves no shared variable: every row has key `[]`."""
+    unkeyed = gpm("D", bgp("<urn:ev> <urn:type> <urn:D>", "<urn:ev> <urn:v> ?d"))
+    plan = plan_of(seq(typed("A", "A"), Negation(typed("C", "C")), unkeyed))
+    assert plan.key == ()
+    events = numbered(
+        [
+            event(1, "A", "k1"),
+            event(2, "D", None, 5),
+            event(3, "A", "k2"),
+            event(4, "C", "k2"),
+            event(5, "D", None, 6),
+        ]
+    )
+    matches = SparkReplay(plan, KnowledgeBase(), spark).run(events)
+    assert found(matches) == [((0, 1), {"d": "5", "k": "k1"})]
+    assert matches == reference(plan, KnowledgeBase(), events)
+
+
+@pytest.mark.spark
+def test_inputs_without_matches(spark: SparkSession) -> None:
+    plan = plan_of(seq(typed("A", "A"), typed("B", "B")))
+    replay = SparkReplay(plan, KnowledgeBase(), spark)
+    assert replay.run([]) == []
+    assert replay.run(numbered([event(1, "C", "k1"), event(2, None), event(3, "A", "k1")])) == []
+
+
+# --------------------------------------------------------------------------- pieces without Spark
+
+
+def gpm_rows(*rows: tuple[int, float, int, int, dict[str, str]]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [('["k1"]', rank, time, ev, gpm, mapping) for rank, time, ev, gpm, mapping in rows],
+        columns=["key", "rank", "time", "event", "gpm", "mapping"],
+    )
+
+
+def test_groups_are_built_in_rank_order_whatever_the_row_order() -> None:
+    rows = gpm_rows((3, 9.0, 5, 1, {"k": "x"}), (1, 2.0, 2, 0, {"k": "x"}), (3, 9.0, 4, 1, {"k": "y"}))
+    groups = groups_of(rows)
+    assert [(g.rank, g.time) for g in groups] == [(1, 2.0), (3, 9.0)]
+    assert groups[1].rows == {1: [(4, {"k": "y"}), (5, {"k": "x"})]}
+
+
+def test_key_step_pickles_without_its_runtime_and_resumes_from_a_saved_state() -> None:
+    plan = plan_of(seq(typed("A", "A"), typed("B", "B")))
+    step = pickle.loads(pickle.dumps(KeyStep(plan.automaton)))
+    first = gpm_rows((0, 1.0, 0, 0, {"k": '"k1"'}))
+    second = gpm_rows((1, 2.0, 1, 1, {"k": '"k1"'}))
+    state, matches = step(None, first)
+    assert matches == [] and state.run_count() == 1
+    restored = load_state(dump_state(state))
+    assert isinstance(restored, NfaState)
+    _, matches = step(restored, second)
+    assert matches == [Match((0, 1), 1.0, 2.0, 0, 1, {"k": '"k1"'})]
+    assert matches_of(match_frame(matches).to_dict("records")) == matches
+
+
+def test_local_masters_get_few_shuffle_partitions() -> None:
+    assert local_cores("local[2]") == 2 and local_cores("local") == 1 and local_cores("local[3,2]") == 3
+    assert local_cores("spark://host:7077") is None
+    assert default_conf("local[2]")["spark.sql.shuffle.partitions"] == "4"
+    assert "spark.sql.shuffle.partitions" not in default_conf("spark://host:7077")
+
+
+def test_background_snapshot_pickles_and_answers_like_the_knowledge_base() -> None:
+    kb = knowledge_base(*ROOMS)
+    plan = plan_of(
+        seq(
+            typed("A", "A", in_kb(bgp("?room <urn:holds> ?a")), value="a"),
+            typed("B", "B", optional(in_kb(bgp("?room <urn:holds> ?b"))), value="b"),
+        )
+    )
+    snapshot = pickle.loads(pickle.dumps(kb.snapshot(plan.gpms)))
+    query = plan.gpms[0].kb_query
+    assert query is not None and snapshot.select(query) == kb.select(query)
+    assert sorted(map(str, snapshot.graph_quads(KB))) == sorted(map(str, kb.graph_quads(KB)))
+    with pytest.raises(KeyError, match="not in the snapshot"):
+        snapshot.select("SELECT * WHERE { ?s ?p ?o }")
+
+
+# --------------------------------------------------------------------------- the class-data archive
+
+
+def dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def fake_dump(cache: ClassCache, log: str, pid: int) -> Path:
+    dump = cache.directory / f"{cache.archive.name}.0123.dump"
+    dump.write_bytes(b"archive")
+    Path(f"{dump}.log").write_text(log)
+    Path(f"{dump}.pid").write_text(str(pid))
+    return dump
+
+
+def test_a_finished_dump_becomes_the_archive(tmp_path: Path) -> None:
+    cache = ClassCache(tmp_path, Path(sys.executable))
+    fake_dump(cache, "[30.9s][info][cds,dynamic] Written dynamic archive 0x8 - 0x9\n", dead_pid())
+    assert f"-XX:SharedArchiveFile={cache.archive}" in cache.java_options()
+    assert cache.archive.read_bytes() == b"archive"
+    assert [p.name for p in tmp_path.iterdir()] == [cache.archive.name]
+
+
+def test_an_interrupted_dump_is_discarded_and_a_new_one_started(tmp_path: Path) -> None:
+    cache = ClassCache(tmp_path, Path(sys.executable))
+    fake_dump(cache, "[27.5s][info][cds,dynamic] Copying 13934 klasses\n", dead_pid())
+    options = cache.java_options()
+    assert not cache.archive.exists() and cache.dump is not None
+    assert f"-XX:ArchiveClassesAtExit={cache.dump}" in options
+    cache.started(4242)
+    assert Path(f"{cache.dump}.pid").read_text() == "4242"
+
+
+def test_a_dump_in_progress_is_left_alone(tmp_path: Path) -> None:
+    cache = ClassCache(tmp_path, Path(sys.executable))
+    dump = fake_dump(cache, "", os.getpid())
+    assert cache.java_options() == "" and cache.dump is None
+    assert dump.exists() and not cache.archive.exists()
