@@ -51,12 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.add_argument("--stream", type=_stream, action="append", default=[], metavar="IRI=FILE",
                          help="events of the stream IRI (as in FROM STREAM), TriG or N-Quads")  # fmt: skip
     run_cmd.add_argument("--kb", type=_kb, action="append", default=[], metavar="FILE",
-                         help="background knowledge: TriG, N-Quads or Turtle (GRAPH_IRI=FILE for a named graph)")  # fmt: skip
+                         help="background knowledge (TriG, N-Quads, Turtle; GRAPH=FILE)")  # fmt: skip
     run_cmd.add_argument("--policy", choices=[p.value for p in ConsumptionPolicy])
     run_cmd.add_argument("--format", choices=["jsonl", "srj"], default="jsonl")
     run_cmd.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
     run_cmd.add_argument("--engine", choices=["spark", "inprocess"], default="spark",
-                         help="spark (default) or inprocess: the same runtime without Spark, for small replays")  # fmt: skip
+                         help="spark (default), or inprocess: the same runtime without Spark")  # fmt: skip
     run_cmd.set_defaults(handler=_run)
     return parser
 

@@ -154,9 +154,13 @@ class SpaseqTransformer(SparqlTransformer):
     def select_query(self, meta: Meta, children: list[Any]) -> EventQuery:
         parts = QueryParts.collect(children)
         if parts.modifiers != SolutionModifiers():
-            raise self._error("GROUP BY, HAVING, ORDER BY, LIMIT and OFFSET do not apply to a SPAseq query", meta)
+            raise self._error(
+                "GROUP BY, HAVING, ORDER BY, LIMIT and OFFSET do not apply to a SPAseq query", meta
+            )
         if parts.dataset:
-            raise self._error("FROM and FROM NAMED do not apply to a SPAseq query: use GRAPH <kb> in a GPM", meta)
+            raise self._error(
+                "FROM and FROM NAMED do not apply to a SPAseq query: use GRAPH <kb> in a GPM", meta
+            )
         body = next(e for e in parts.extras if isinstance(e, _Body))
         streams = self._streams([e for e in parts.extras if isinstance(e, _Stream)])
         gpms = self._gpms(body.definitions, streams)
@@ -190,7 +194,9 @@ class SpaseqTransformer(SparqlTransformer):
             raise StaticSemanticsError("a SPAseq query reads at least one FROM STREAM", 1, 1)
         return streams
 
-    def _gpms(self, definitions: tuple[_GpmDefinition, ...], streams: dict[str, IRI]) -> dict[str, GraphPatternEvent]:
+    def _gpms(
+        self, definitions: tuple[_GpmDefinition, ...], streams: dict[str, IRI]
+    ) -> dict[str, GraphPatternEvent]:
         gpms: dict[str, GraphPatternEvent] = {}
         for definition in definitions:
             name = str(definition.name)
@@ -207,13 +213,16 @@ class SpaseqTransformer(SparqlTransformer):
 
     def _pattern(self, expression: _SeqExpression, gpms: dict[str, GraphPatternEvent]) -> EventPattern:
         elements = [
-            self._element(element, gpms, leading=index == 0) for index, element in enumerate(expression.elements)
+            self._element(element, gpms, leading=index == 0)
+            for index, element in enumerate(expression.elements)
         ]
         if len(elements) == 1:
             return elements[0]
         return Sequence(tuple(elements), expression.operators)
 
-    def _element(self, element: _Element, gpms: dict[str, GraphPatternEvent], *, leading: bool) -> EventPattern:
+    def _element(
+        self, element: _Element, gpms: dict[str, GraphPatternEvent], *, leading: bool
+    ) -> EventPattern:
         inner = self._operand(element.operand, gpms)
         if element.modifier == "+":
             iteration = SelectionStrategy.SKIP_TILL_NEXT if leading else SelectionStrategy.STRICT
@@ -229,7 +238,9 @@ class SpaseqTransformer(SparqlTransformer):
             gpm = gpms.get(str(operand.name))
             if gpm is None:
                 defined = ", ".join(gpms) or "none"
-                raise self._error(f"SEQ uses GPM {operand.name}, which is not defined (defined: {defined})", operand.name)
+                raise self._error(
+                    f"SEQ uses GPM {operand.name}, which is not defined (defined: {defined})", operand.name
+                )
             return gpm
         if isinstance(operand, _Conjuncts):
             return Conjunction(tuple(self._operand(o, gpms) for o in operand.operands))

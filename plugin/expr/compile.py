@@ -121,6 +121,11 @@ class _CallState:
             self.bnodes = {}
 
 
+def _unbound(solution: Solution, *names: str) -> ExprError:
+    missing = [f"?{name}" for name in names if solution.get(name) is None]
+    return ExprError(f"unbound variable {', '.join(missing)}")
+
+
 def _raiser(message: str) -> Evaluator:
     def fail(solution: Solution) -> Value:
         raise ExprError(message)
@@ -560,22 +565,16 @@ class _Compiler:
         if left.variable is not None and right.variable is not None:
             first_name = left.variable
             second_name = right.variable
-
-            def terms(solution: Solution) -> tuple[str, str]:
-                try:
-                    first = solution[first_name]
-                    second = solution[second_name]
-                except KeyError:
-                    first = second = None  # type: ignore[assignment]
-                if first is None or second is None:
-                    missing = first_name if solution.get(first_name) is None else second_name
-                    raise ExprError(f"unbound variable ?{missing}")
-                return first, second
-
             if test is None:
 
                 def equal_variables(solution: Solution) -> bool:
-                    first, second = terms(solution)
+                    try:
+                        first = solution[first_name]
+                        second = solution[second_name]
+                    except KeyError:
+                        raise _unbound(solution, first_name, second_name) from None
+                    if first is None or second is None:
+                        raise _unbound(solution, first_name, second_name)
                     return equals(parse(first), parse(second)) != negated
 
                 return equal_variables
@@ -585,9 +584,9 @@ class _Compiler:
                     first = solution[first_name]
                     second = solution[second_name]
                 except KeyError:
-                    first, second = terms(solution)
+                    raise _unbound(solution, first_name, second_name) from None
                 if first is None or second is None:
-                    first, second = terms(solution)
+                    raise _unbound(solution, first_name, second_name)
                 return compare(parse(first), parse(second)) in test
 
             return order_variables

@@ -297,7 +297,6 @@ def _format_nt(value: Value) -> str:
 
 _INTEGER_LEX: Final = re.compile(r"[+-]?[0-9]+")
 _DECIMAL_LEX: Final = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
-_DOUBLE_LEX: Final = re.compile(r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|INF)|NaN")
 _UNESCAPE: Final = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", re.S)
 _SIMPLE_UNESCAPES: Final = {
     "t": "\t",
@@ -328,15 +327,24 @@ def parse_integer_lexical(text: str) -> int | None:
 
 
 def parse_decimal_lexical(text: str) -> Decimal | None:
-    if _DECIMAL_LEX.fullmatch(text) is None:
+    # Decimal() also reads exponents, NaN, Infinity, underscores and non-ASCII
+    # digits: the cheap character check rules those out, the regex the rest.
+    if text.strip("0123456789.+-") or _DECIMAL_LEX.fullmatch(text) is None:
         return None
     return Decimal(text)
 
 
+_DOUBLE_SPECIALS: Final = {"INF": math.inf, "+INF": math.inf, "-INF": -math.inf, "NaN": math.nan}
+
+
 def parse_double_lexical(text: str) -> float | None:
-    if _DOUBLE_LEX.fullmatch(text) is None:
+    """XSD float/double lexical forms (values beyond the range round to ±INF)."""
+    if text.strip("0123456789.eE+-"):  # float() also reads "inf", "nan", "1_0", " 1", "١"
+        return _DOUBLE_SPECIALS.get(text)
+    try:
+        return float(text)
+    except ValueError:
         return None
-    return float(text)
 
 
 def parse_boolean_lexical(text: str) -> bool | None:

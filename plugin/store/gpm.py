@@ -111,7 +111,7 @@ class GpmEvaluator:
         kb_graphs = sorted({g for plan in self.plans for g in plan.kb_graphs_in_batch})
         # Plans that read KB graphs inside the event pattern get their own store
         # holding copies of those graphs, so that other GPMs never see them.
-        enriched = {stream: self._store(text, kb_graphs) for stream, text in texts.items()} if kb_graphs else {}
+        enriched = {s: self._store(text, kb_graphs) for s, text in texts.items()} if kb_graphs else {}
         rows: dict[int, list[Row]] = {}
         for plan in self.plans:
             stores = enriched if plan.kb_graphs_in_batch else plain
