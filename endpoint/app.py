@@ -1,0 +1,41 @@
+"""The Flask application factory (Flask's tutorial layout, datasette's smallness).
+
+One Oxigraph store per process, shared by the request threads (pyoxigraph
+releases the GIL), kept in `app.extensions["rsep"]` with the event log, the
+query registry and the streaming service. Views are short: validate, call
+the core, render; errors are raised as `ApiError`s and rendered in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+
+from rsep.endpoint import errors, queries, resources, sparql, store_protocol, streams, ui
+
+DEFAULTS: dict[str, Any] = {
+    "RSEP_DATA_DIR": "rsep-data",
+    "RSEP_MASTER": "local[*]",
+    "RSEP_ENGINE": "spark",
+    "RSEP_TOKEN": None,
+    "RSEP_START_STREAMING": True,
+}
+
+
+def create_app(config: Mapping[str, Any] | None = None) -> Flask:
+    app = Flask(__name__)
+    app.config.update(DEFAULTS)
+    if config:
+        app.config.update(config)
+    Path(app.config["RSEP_DATA_DIR"]).mkdir(parents=True, exist_ok=True)
+    resources.init_app(app)
+    errors.init_app(app)
+    sparql.init_app(app)
+    store_protocol.init_app(app)
+    streams.init_app(app)
+    queries.init_app(app)
+    ui.init_app(app)
+    return app

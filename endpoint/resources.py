@@ -1,0 +1,29 @@
+"""What the application shares between requests: the data directory and the
+one Oxigraph store of the process (the background knowledge base and the
+match graphs), opened once in `init_app`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from flask import Flask, current_app
+
+from rsep.plugin.store.gpm import KnowledgeBase
+from rsep.plugin.store.persistent import open_store
+
+
+@dataclass
+class Resources:
+    data_dir: Path
+    kb: KnowledgeBase
+
+
+def init_app(app: Flask) -> None:
+    data_dir = Path(app.config["RSEP_DATA_DIR"])
+    app.extensions["rsep"] = Resources(data_dir, KnowledgeBase(open_store(data_dir / "store")))
+
+
+def resources() -> Resources:
+    found: Resources = current_app.extensions["rsep"]
+    return found

@@ -1,0 +1,181 @@
+"""The durable, append-only event log: what the endpoint accepted, in order.
+
+Every accepted event gets a position (0, 1, 2, ...) in one log shared by all
+streams. An ingest request is appended as ONE line (a JSON batch of its
+events) and fsynced before it is acknowledged, so a crash leaves either the
+whole request or none of it: a torn last line is a request that was never
+acknowledged, and opening the log cuts it off.
+
+Events must arrive in timestamp order across all streams (equal timestamps
+allowed): rank numbering, which strict contiguity rests on (docs/semantics.md),
+needs a total order, and a late event would change results already reported.
+A late event is rejected with the timestamp it is behind.
+
+Segments (`log/<first position>.jsonl`) roll over every `segment_size` events
+so that readers can seek to a position without scanning the whole history.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rsep.plugin.events import GraphEvent, Timestamp
+
+SEGMENT_SIZE = 50_000
+
+
+class OutOfOrderError(ValueError):
+    """An event older than the newest accepted one."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    position: int
+    event: GraphEvent
+
+
+def _encode(event: GraphEvent) -> list[object]:
+    time = event.time
+    return [event.stream, event.name, time.seconds, time.lexical, time.numeric, event.ntriples]
+
+
+def _decode(position: int, fields: list[object]) -> LogRecord:
+    stream, name, seconds, lexical, numeric, ntriples = fields
+    time = Timestamp(float(seconds), str(lexical), bool(numeric))  # type: ignore[arg-type]
+    return LogRecord(position, GraphEvent(str(stream), str(name), time, str(ntriples)))
+
+
+class EventLog:
+    """Append-only, fsynced, segmented; safe for one writer and many readers
+    in one process (appends are serialised by a lock; readers read files)."""
+
+    def __init__(self, directory: Path, segment_size: int = SEGMENT_SIZE) -> None:
+        self.directory = directory
+        self.segment_size = segment_size
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._next, self._last_time = self._recover()
+
+    # ------------------------------------------------------------------ writing
+
+    @property
+    def next_position(self) -> int:
+        return self._next
+
+    @property
+    def last_time(self) -> float | None:
+        return self._last_time
+
+    def append(self, events: Sequence[GraphEvent]) -> range:
+        """Append a request's events atomically; returns their positions."""
+        if not events:
+            return range(self._next, self._next)
+        with self._lock:
+            self._check_order(events)
+            first = self._next
+            line = json.dumps([first, [_encode(e) for e in events]], ensure_ascii=False) + "\n"
+            path = self._segment_for_append(first)
+            created = not path.exists()
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(line)
+                handle.flush()
+                os.fsync(handle.fileno())
+            if created:
+                _fsync_directory(self.directory)
+            self._next = first + len(events)
+            self._last_time = events[-1].time.seconds
+            return range(first, self._next)
+
+    def _check_order(self, events: Sequence[GraphEvent]) -> None:
+        last = self._last_time
+        for event in events:
+            if last is not None and event.time.seconds < last:
+                raise OutOfOrderError(
+                    f"event {event.name} at {event.time.lexical} is older than the newest accepted event "
+                    "(events must arrive in timestamp order across all streams)"
+                )
+            last = event.time.seconds
+
+    def _segment_for_append(self, first: int) -> Path:
+        segments = self._segments()
+        if segments:
+            start, path = segments[-1]
+            if first - start < self.segment_size:
+                return path
+        return self.directory / f"{first:020d}.jsonl"
+
+    # ------------------------------------------------------------------ reading
+
+    def read(self, start: int = 0, end: int | None = None) -> Iterator[LogRecord]:
+        """Records with start <= position < end (end defaults to what is acknowledged now)."""
+        stop = self._next if end is None else end
+        for begin, path in self._segments_from(start):
+            if begin >= stop:
+                return
+            for first, batch in _lines(path):
+                for offset, fields in enumerate(batch):
+                    position = first + offset
+                    if position >= stop:
+                        return
+                    if position >= start:
+                        yield _decode(position, fields)
+
+    def _segments(self) -> list[tuple[int, Path]]:
+        return sorted((int(p.stem), p) for p in self.directory.glob("*.jsonl"))
+
+    def _segments_from(self, start: int) -> list[tuple[int, Path]]:
+        segments = self._segments()
+        keep = [s for s in segments if s[0] <= start]
+        first = keep[-1][0] if keep else 0
+        return [s for s in segments if s[0] >= first]
+
+    # ------------------------------------------------------------------ recovery
+
+    def _recover(self) -> tuple[int, float | None]:
+        """Cut a torn last line (an unacknowledged request) and find where to go on."""
+        segments = self._segments()
+        if not segments:
+            return 0, None
+        _, path = segments[-1]
+        _truncate_torn_tail(path)
+        next_position, last_time = segments[-1][0], None
+        for first, batch in _lines(path):
+            next_position = first + len(batch)
+            if batch:
+                last_time = float(batch[-1][2])
+        if last_time is None and len(segments) > 1:
+            for first, batch in _lines(segments[-2][1]):
+                if batch:
+                    last_time = float(batch[-1][2])
+        return next_position, last_time
+
+
+def _lines(path: Path) -> Iterator[tuple[int, list[list[object]]]]:
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.endswith("\n"):
+                first, batch = json.loads(line)
+                yield int(first), batch
+
+
+def _truncate_torn_tail(path: Path) -> None:
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with open(path, "r+b") as handle:
+            handle.truncate(data.rfind(b"\n") + 1)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a new segment file's directory entry durable."""
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
