@@ -20,7 +20,7 @@ from lark.load_grammar import FromPackageLoader, PackageResource
 from lark.visitors import Transformer
 
 from rsep.grammar.sparql_transformer import SparqlTransformer, StaticSemanticsError, terminal_name
-from rsep.plugin.algebra.sparql import Query
+from rsep.plugin.algebra.sparql import AGGREGATES, BUILTIN_ARITY, Query
 
 GRAMMAR_PACKAGE = "rsep.grammar"
 SPARQL_GRAMMAR = "sparql11"
@@ -229,70 +229,7 @@ _ORDER = [
     "'()'",
 ]
 _LAST = ["end of input"]
-_FUNCTION_KEYWORDS = frozenset(
-    [
-        "STR",
-        "LANG",
-        "LANGMATCHES",
-        "DATATYPE",
-        "BOUND",
-        "IRI",
-        "URI",
-        "BNODE",
-        "RAND",
-        "ABS",
-        "CEIL",
-        "FLOOR",
-        "ROUND",
-        "CONCAT",
-        "STRLEN",
-        "UCASE",
-        "LCASE",
-        "ENCODE_FOR_URI",
-        "CONTAINS",
-        "STRSTARTS",
-        "STRENDS",
-        "STRBEFORE",
-        "STRAFTER",
-        "YEAR",
-        "MONTH",
-        "DAY",
-        "HOURS",
-        "MINUTES",
-        "SECONDS",
-        "TIMEZONE",
-        "TZ",
-        "NOW",
-        "UUID",
-        "STRUUID",
-        "MD5",
-        "SHA1",
-        "SHA256",
-        "SHA384",
-        "SHA512",
-        "COALESCE",
-        "IF",
-        "STRLANG",
-        "STRDT",
-        "SAMETERM",
-        "ISIRI",
-        "ISURI",
-        "ISBLANK",
-        "ISLITERAL",
-        "ISNUMERIC",
-        "REGEX",
-        "SUBSTR",
-        "REPLACE",
-        "EXISTS",
-        "COUNT",
-        "SUM",
-        "MIN",
-        "MAX",
-        "AVG",
-        "SAMPLE",
-        "GROUP_CONCAT",
-    ]
-)
+_FUNCTION_KEYWORDS = frozenset(BUILTIN_ARITY) | AGGREGATES | {"EXISTS"}
 _IGNORED = frozenset({"WHITESPACE", "COMMENT"})
 
 

@@ -147,11 +147,11 @@ class EventLog:
         for first, batch in _lines(path):
             next_position = first + len(batch)
             if batch:
-                last_time = float(batch[-1][2])
+                last_time = float(batch[-1][2])  # type: ignore[arg-type]
         if last_time is None and len(segments) > 1:
             for first, batch in _lines(segments[-2][1]):
                 if batch:
-                    last_time = float(batch[-1][2])
+                    last_time = float(batch[-1][2])  # type: ignore[arg-type]
         return next_position, last_time
 
 

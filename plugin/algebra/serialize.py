@@ -23,6 +23,9 @@ from enum import Enum
 from typing import Any, Union
 
 from rsep.plugin.algebra.sparql import (
+    AGGREGATES as _AGGREGATES,
+)
+from rsep.plugin.algebra.sparql import (
     BGP,
     IRI,
     RDF_TYPE,
@@ -68,6 +71,12 @@ from rsep.plugin.algebra.sparql import (
     UnaryOp,
     UnionPattern,
     Var,
+)
+from rsep.plugin.algebra.sparql import (
+    BUILTIN_ARITY as _BUILTIN_ARITY,
+)
+from rsep.plugin.algebra.sparql import (
+    UNBOUNDED_ARITY as _UNBOUNDED,
 )
 from rsep.plugin.terms import escape_string
 
@@ -248,68 +257,6 @@ _BINARY_LEVELS = {
     "-": _ADDITIVE,
     "*": _MULTIPLICATIVE,
     "/": _MULTIPLICATIVE,
-}
-_AGGREGATES = frozenset({"COUNT", "SUM", "MIN", "MAX", "AVG", "SAMPLE", "GROUP_CONCAT"})
-_UNBOUNDED = -1
-_BUILTIN_ARITY: dict[str, tuple[int, int]] = {
-    **{name: (0, 0) for name in ("RAND", "NOW", "UUID", "STRUUID")},
-    **{
-        name: (2, 2)
-        for name in [
-            "LANGMATCHES",
-            "CONTAINS",
-            "STRSTARTS",
-            "STRENDS",
-            "STRBEFORE",
-            "STRAFTER",
-            "STRLANG",
-            "STRDT",
-            "SAMETERM",
-        ]
-    },
-    **{name: (0, _UNBOUNDED) for name in ("CONCAT", "COALESCE")},
-    "BNODE": (0, 1),
-    "SUBSTR": (2, 3),
-    "REGEX": (2, 3),
-    "REPLACE": (3, 4),
-    "IF": (3, 3),
-    **{
-        name: (1, 1)
-        for name in [
-            "STR",
-            "LANG",
-            "DATATYPE",
-            "BOUND",
-            "IRI",
-            "URI",
-            "ABS",
-            "CEIL",
-            "FLOOR",
-            "ROUND",
-            "STRLEN",
-            "UCASE",
-            "LCASE",
-            "ENCODE_FOR_URI",
-            "YEAR",
-            "MONTH",
-            "DAY",
-            "HOURS",
-            "MINUTES",
-            "SECONDS",
-            "TIMEZONE",
-            "TZ",
-            "MD5",
-            "SHA1",
-            "SHA256",
-            "SHA384",
-            "SHA512",
-            "ISIRI",
-            "ISURI",
-            "ISBLANK",
-            "ISLITERAL",
-            "ISNUMERIC",
-        ]
-    },
 }
 
 

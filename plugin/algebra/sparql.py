@@ -32,6 +32,72 @@ RDF_LANGSTRING = RDF + "langString"
 RDF_TYPE = RDF + "type"
 
 
+# The SPARQL 1.1 built-in functions (§17.4) by upper-case name, with their (minimum, maximum)
+# number of arguments (UNBOUNDED_ARITY: no maximum), and the aggregate names (§18.5).
+AGGREGATES = frozenset({"COUNT", "SUM", "MIN", "MAX", "AVG", "SAMPLE", "GROUP_CONCAT"})
+UNBOUNDED_ARITY = -1
+BUILTIN_ARITY: dict[str, tuple[int, int]] = {
+    **{name: (0, 0) for name in ("RAND", "NOW", "UUID", "STRUUID")},
+    **{
+        name: (2, 2)
+        for name in [
+            "LANGMATCHES",
+            "CONTAINS",
+            "STRSTARTS",
+            "STRENDS",
+            "STRBEFORE",
+            "STRAFTER",
+            "STRLANG",
+            "STRDT",
+            "SAMETERM",
+        ]
+    },
+    **{name: (0, UNBOUNDED_ARITY) for name in ("CONCAT", "COALESCE")},
+    "BNODE": (0, 1),
+    "SUBSTR": (2, 3),
+    "REGEX": (2, 3),
+    "REPLACE": (3, 4),
+    "IF": (3, 3),
+    **{
+        name: (1, 1)
+        for name in [
+            "STR",
+            "LANG",
+            "DATATYPE",
+            "BOUND",
+            "IRI",
+            "URI",
+            "ABS",
+            "CEIL",
+            "FLOOR",
+            "ROUND",
+            "STRLEN",
+            "UCASE",
+            "LCASE",
+            "ENCODE_FOR_URI",
+            "YEAR",
+            "MONTH",
+            "DAY",
+            "HOURS",
+            "MINUTES",
+            "SECONDS",
+            "TIMEZONE",
+            "TZ",
+            "MD5",
+            "SHA1",
+            "SHA256",
+            "SHA384",
+            "SHA512",
+            "ISIRI",
+            "ISURI",
+            "ISBLANK",
+            "ISLITERAL",
+            "ISNUMERIC",
+        ]
+    },
+}
+
+
 class Node:
     """Base of every syntax-tree node (a marker for typing and the printer)."""
 

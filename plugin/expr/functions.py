@@ -67,7 +67,6 @@ from .values import (
     parse_decimal_lexical,
     parse_double_lexical,
     parse_integer_lexical,
-    shortest_f32,
     string,
     to_double,
     to_f32,
@@ -460,12 +459,13 @@ def _cast_source(value: Value) -> str | None:
     return None
 
 
-def _xpath_double_string(value: float, to_text: Callable[[float], str], shortest: str) -> str:
+def _xpath_double_string(value: float, to_text: Callable[[float], str]) -> str:
     """XPath's xs:double/xs:float to xs:string cast: plain decimal notation in
     [1e-6, 1e6), the canonical "1.0E7" scientific form otherwise."""
+    text = to_text(value)
     if value != value or value in (math.inf, -math.inf) or value == 0 or 1e-6 <= abs(value) < 1e6:
-        return to_text(value)
-    mantissa, _, exponent = f"{Decimal(shortest).normalize(EXACT):E}".partition("E")
+        return text
+    mantissa, _, exponent = f"{Decimal(text).normalize(EXACT):E}".partition("E")
     if "." not in mantissa:
         mantissa += ".0"
     return f"{mantissa}E{int(exponent)}"
@@ -480,9 +480,9 @@ def cast_string(value: Value) -> Value:
     if k in (STRING, LANG, OTHER):
         return string(value.lex)
     if k == DOUBLE:
-        return string(_xpath_double_string(value.v, format_double, repr(value.v)))
+        return string(_xpath_double_string(value.v, format_double))
     if k == FLOAT:
-        return string(_xpath_double_string(value.v, format_float, shortest_f32(value.v)))
+        return string(_xpath_double_string(value.v, format_float))
     return string(Value(k, value.v, KIND_DATATYPE[k]).lex)
 
 

@@ -18,7 +18,7 @@ import math
 import re
 import struct
 from collections.abc import Callable
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 from functools import lru_cache
 from typing import Any, Final
 
@@ -223,9 +223,25 @@ def to_float32(kind: int, value: Any) -> float:
     return to_f32(to_double(kind, value))
 
 
-def _positional(shortest: str) -> str:
-    """Shortest round-trip digits written without exponent (Rust's `{}` for floats)."""
-    return format(Decimal(shortest).normalize(EXACT), "f")
+_half_up_contexts: dict[int, Context] = {}
+
+
+def _positional(value: float, shortest: str) -> str:
+    """Shortest round-trip digits written without exponent, as Rust's `{}`
+    prints floats (what Oxigraph outputs). `shortest` is Python's shortest
+    repr, which breaks a tie between two equally close shortest candidates
+    to even; Rust rounds the tie half up (131072.625f32 prints as
+    131072.63), so a tie is re-rounded from the exact binary value."""
+    digits = Decimal(shortest).normalize(EXACT)
+    exact = Decimal(value).normalize(EXACT)
+    length = len(digits.as_tuple().digits)
+    exact_digits = exact.as_tuple().digits
+    if len(exact_digits) == length + 1 and exact_digits[-1] == 5:
+        context = _half_up_contexts.get(length)
+        if context is None:
+            context = _half_up_contexts[length] = Context(prec=length, rounding=ROUND_HALF_UP)
+        digits = context.plus(exact).normalize(EXACT)
+    return format(digits, "f")
 
 
 def format_double(value: float) -> str:
@@ -234,7 +250,7 @@ def format_double(value: float) -> str:
         return "NaN"
     if value in (math.inf, -math.inf):
         return "INF" if value > 0 else "-INF"
-    return _positional(repr(value))
+    return _positional(value, repr(value))
 
 
 def shortest_f32(value: float) -> str:
@@ -252,7 +268,7 @@ def format_float(value: float) -> str:
         return "NaN"
     if value in (math.inf, -math.inf):
         return "INF" if value > 0 else "-INF"
-    return _positional(shortest_f32(value))
+    return _positional(value, shortest_f32(value))
 
 
 # --------------------------------------------------------------------------- formatting

@@ -928,6 +928,11 @@ def test_casts(expression: str, expected: str) -> None:
     ('"P0Y"^^xsd:yearMonthDuration + "P0M"^^xsd:yearMonthDuration', xsd("P0M", "yearMonthDuration")),
     ('"P1Y2M3DT4H5M6.5S"^^xsd:duration + "PT0S"^^xsd:duration', xsd("P1Y2M3DT4H5M6.5S", "duration")),
     ('"-P1D"^^xsd:dayTimeDuration + "PT0S"^^xsd:dayTimeDuration', xsd("-P1D", "dayTimeDuration")),
+    # shortest round-trip digits; a tie between two shortest candidates rounds half up, as Rust does
+    ('"131072.625"^^xsd:float + 0', xsd("131072.63", "float")),
+    ('"-131072.625"^^xsd:float + 0', xsd("-131072.63", "float")),
+    ('"131072.375"^^xsd:float + 0', xsd("131072.38", "float")),
+    ('"16777.125"^^xsd:float + 0', xsd("16777.125", "float")),
 )
 def test_canonical_forms(expression: str, expected: str) -> None:
     assert ev(expression) == expected

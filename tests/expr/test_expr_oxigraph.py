@@ -88,6 +88,7 @@ DEVIATIONS = {
     "cast-whitespace": "XPath casts from xsd:string collapse whitespace first; Oxigraph does not",
     "double-to-string": "XPath casts a double/float outside [1e-6, 1e6) to string in scientific form (1.0E7)",
     "replace-empty-match": "fn:replace rejects a pattern that matches the empty string (FORX0003)",
+    "regex-whitespace": "XPath's \\s is [ \\t\\n\\r]; Oxigraph (Rust regex) matches any Unicode white space",
     "replace-escapes": "fn:replace replacement strings use \\$ and \\\\ escapes (Oxigraph: Rust syntax)",
     "strdt-canonical": "STRDT keeps the given lexical form; Oxigraph canonicalises it",
     "duration-cast": "XPath casts between duration types drop the part the target cannot hold",
@@ -307,6 +308,12 @@ def _classify(node: Expr, children: list[str], mine: str, theirs: str) -> str | 
             their_number = Decimal(parse_term(theirs).v)
             if abs(ours_number - their_number) <= max(1, abs(ours_number) * Decimal("1e-15")):
                 return "double-conversion"
+    if isinstance(node, FunctionCall) and node.name in ("REGEX", "REPLACE") and ERROR not in children[:2]:
+        text = str(parse_term(children[0]).v)
+        if "\\s" in str(parse_term(children[1]).v) and any(
+            char.isspace() and char not in " \t\n\r" for char in text
+        ):
+            return "regex-whitespace"
     if isinstance(node, FunctionCall) and node.name == "REPLACE":
         if mine == ERROR and theirs != ERROR:
             from rsep.plugin.expr import xpath_regex

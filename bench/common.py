@@ -1,0 +1,356 @@
+"""Workloads and measuring harness shared by the engine benchmarks.
+
+Workloads are built in memory (nothing is written into the repository):
+
+- credit card (SPAseq UC 3): the reference engine's `card10k.n3`, 20,001
+  transactions of two triples each, one event per two consecutive triples,
+  stamped 1 ms apart (as the reference engine's sequence-based generation
+  and `tests/conformance/spaseq_reference.py` do), so WITHIN 100 SECONDS
+  spans the whole stream;
+- stock (SPAseq UC 4): a seeded random walk of prices; every tick all
+  companies report at the same timestamp (a market snapshot), so strict
+  contiguity (`,`) between one company's events means "consecutive ticks".
+
+Each workload is a TriG payload plus queries; `parse` (rdfio) turns the
+payload into events, as `rsep run` does after reading the file.
+
+The harness wraps the GPM evaluator and the NFA runtime of a `Replay` with
+timers (`Instrumented`), provides the naive GPM stage the SPAseq paper warns
+about (`NaiveGpmEvaluator`: one fresh Oxigraph store per event), and loads the
+engine modules of an older revision side by side with the current ones
+(`load_revision`), so one run can report before/after ratios.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pyoxigraph as ox
+
+from rsep.grammar import parse_event_query
+from rsep.plugin.compile.gpm import EVENT_GRAPH_PREFIX
+from rsep.plugin.compile.plan import QueryPlan, compile_query
+from rsep.plugin.events import GraphEvent
+from rsep.plugin.store.rdfio import batch_nquads
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+CARD_FILE = SHARED_DATA / "spaseq" / "credit-card" / "card10k.n3"
+
+BASELINE_REV = "12ba939d792f45766be8f6ce155f9fe347563211"
+"""The last commit before the performance work on the engine modules below."""
+
+ENGINE_MODULES = (
+    "rsep.plugin.store.rdfio",
+    "rsep.plugin.store.gpm",
+    "rsep.plugin.nfa.runtime",
+    "rsep.plugin.replay",
+)
+"""The modules the performance work touches, in import order."""
+
+_PROV = "<http://www.w3.org/ns/prov#generatedAtTime>"
+_DECIMAL = "<http://www.w3.org/2001/XMLSchema#decimal>"
+_DOUBLE = "<http://www.w3.org/2001/XMLSchema#double>"
+_INTEGER = "<http://www.w3.org/2001/XMLSchema#integer>"
+
+
+# ---------------------------------------------------------------------- workloads
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    stream: str
+    trig: bytes
+    events: int
+    queries: dict[str, str]
+    """Query label -> SPAseq text."""
+    note: str
+
+
+def _trig(events: Iterable[tuple[float, Sequence[str]]]) -> bytes:
+    """TriG text: one named graph per (seconds, N-Triples lines)."""
+    chunks = []
+    for index, (seconds, triples) in enumerate(events):
+        graph = f"<urn:bench:e{index}>"
+        chunks.append(f"{graph} {{\n  " + "\n  ".join(triples) + "\n}\n")
+        chunks.append(f'{graph} {_PROV} "{seconds:.3f}"^^{_DECIMAL} .\n')
+    return "".join(chunks).encode()
+
+
+CARD_STREAM = "http://example.org/main"
+
+_CARD_QUERY = """\
+PREFIX pred: <http://example/>
+SELECT ?card ?amount1 ?amount2
+WITHIN 100 SECONDS
+FROM STREAM S1 <http://example.org/main>
+WHERE {
+  SEQ (A; %(b)s)
+  DEFINE GPM A ON S1 { ?card pred:id ?id . ?card pred:amount ?amount1 . }
+  DEFINE GPM B ON S1 { ?card pred:id ?id2 . ?card pred:amount ?amount2 . FILTER (?amount2 %(op)s ?amount1) }
+}
+"""
+
+
+def credit_card(limit: int | None = None) -> Workload:
+    """The reference credit-card stream, one event per 2 triples, 1 ms apart.
+    Queries: the reference query with its typo fixed (it compares `?id2` with
+    an `?id1` no GPM binds; the same card is already the shared `?card`),
+    and a Kleene+ variant (a small purchase followed by bigger ones)."""
+    lines = [line.strip() for line in CARD_FILE.read_text().splitlines() if line.strip()]
+    pairs = [lines[i : i + 2] for i in range(0, len(lines) - 1, 2)]
+    if limit is not None:
+        pairs = pairs[:limit]
+    return Workload(
+        name="credit card (UC 3)",
+        stream=CARD_STREAM,
+        trig=_trig((0.001 * (i + 1), pair) for i, pair in enumerate(pairs)),
+        events=len(pairs),
+        queries={
+            "SEQ(A; B) amount2<amount1": _CARD_QUERY % {"b": "B", "op": "<"},
+            "SEQ(A; B+) amount2>amount1": _CARD_QUERY % {"b": "B+", "op": ">"},
+        },
+        note=f"{len(pairs)} transactions of {CARD_FILE.name}, 1 ms apart, key ?card",
+    )
+
+
+STOCK_STREAM = "http://example.org/stocks"
+
+_STOCK_QUERY = """\
+PREFIX pred: <http://example.org/stock#>
+SELECT ?company ?p1 ?p2 ?p3
+WITHIN 60 MINUTES
+FROM STREAM S1 <http://example.org/stocks>
+WHERE {
+  SEQ (A%(s1)sB+%(s2)sC)
+  DEFINE GPM A ON S1 { ?company pred:price ?p1 . ?company pred:volume ?v1 . }
+  DEFINE GPM B ON S1 { ?company pred:price ?p2 . ?company pred:volume ?v2 . FILTER (?p2 < ?p1) }
+  DEFINE GPM C ON S1 { ?company pred:price ?p3 . ?company pred:volume ?v3 . FILTER (?p3 > ?p1) }
+}
+"""
+
+
+def stock(companies: int = 20, ticks: int = 2500, seed: int = 4, tick_seconds: float = 15.0) -> Workload:
+    """`companies` x `ticks` events: at every tick (`tick_seconds` apart) each
+    company reports its price (a random walk, 2 decimals) and volume.
+    Queries: the V-shape `SEQ(A, B+, C)` (prices below A's, then above it, in
+    consecutive ticks) and its skip-till-next variant `SEQ(A; B+; C)`."""
+    rng = random.Random(seed)
+    prices = [rng.uniform(20, 200) for _ in range(companies)]
+    events = []
+    for tick in range(ticks):
+        for c in range(companies):
+            prices[c] = max(1.0, prices[c] * (1 + rng.gauss(0, 0.004)))
+            subject = f"<http://example.org/company/C{c}>"
+            events.append(
+                (
+                    tick * tick_seconds,
+                    (
+                        f'{subject} <http://example.org/stock#price> "{prices[c]:.2f}"^^{_DOUBLE} .',
+                        f'{subject} <http://example.org/stock#volume> "{rng.randint(100, 10_000)}"^^{_INTEGER} .',
+                    ),
+                )
+            )
+    per_window = int(3600 / tick_seconds) * companies
+    return Workload(
+        name="stock V-shape (UC 4)",
+        stream=STOCK_STREAM,
+        trig=_trig(events),
+        events=len(events),
+        queries={
+            "SEQ(A, B+, C) strict": _STOCK_QUERY % {"s1": ", ", "s2": ", "},
+            "SEQ(A; B+; C) skip-till-next": _STOCK_QUERY % {"s1": "; ", "s2": "; "},
+        },
+        note=(
+            f"{companies} companies x {ticks} ticks {tick_seconds:g} s apart, seed {seed}; "
+            f"a 60-minute window holds {per_window} events; key ?company"
+        ),
+    )
+
+
+def compile_text(text: str) -> QueryPlan:
+    return compile_query(parse_event_query(text, source="<bench>"))
+
+
+# ---------------------------------------------------------------------- engine versions
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The modules one replay uses: rdfio (parse), gpm, runtime, replay."""
+
+    label: str
+    rdfio: Any
+    gpm: Any
+    runtime: Any
+    replay: Any
+
+    def parse(self, workload: Workload) -> list[Any]:
+        """TriG payload -> numbered events (what `rsep run` does after reading the file)."""
+        events = self.rdfio.parse_events(
+            workload.trig, ox.RdfFormat.TRIG, workload.stream, source="<bench>", scope="s0"
+        )
+        numbered: list[Any] = self.replay.number_events([events])
+        return numbered
+
+
+def current_engine() -> Engine:
+    modules = [importlib.import_module(name) for name in ENGINE_MODULES]
+    return Engine("current", *modules)
+
+
+def load_revision(rev: str) -> Engine:
+    """The engine modules as committed in `rev`, loaded under fresh module
+    objects next to the current ones. While each is executed, `sys.modules`
+    points its imports of the others at the old versions, so the old replay
+    drives the old runtime and the old evaluator; the rest of rsep is shared."""
+    saved = {name: sys.modules.get(name) for name in ENGINE_MODULES}
+    loaded: list[ModuleType] = []
+    try:
+        for name in ENGINE_MODULES:
+            path = name.removeprefix("rsep.").replace(".", "/") + ".py"
+            source = subprocess.run(
+                ["git", "show", f"{rev}:{path}"], cwd=REPO, capture_output=True, text=True, check=True
+            ).stdout
+            spec = importlib.util.spec_from_loader(name, loader=None)
+            assert spec is not None
+            module = importlib.util.module_from_spec(spec)
+            module.__file__ = f"{rev[:7]}:{path}"
+            sys.modules[name] = module  # dataclasses look their module up while being built
+            exec(compile(source, module.__file__, "exec"), module.__dict__)
+            loaded.append(module)
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+    return Engine(rev[:7], *loaded)
+
+
+# ---------------------------------------------------------------------- naive GPM stage
+
+
+class NaiveGpmEvaluator:
+    """The GPM stage the SPAseq paper warns about: a fresh Oxigraph store per
+    event and every GPM query run against it. Same rows as `GpmEvaluator`
+    (background knowledge is not supported: the workloads have none)."""
+
+    def __init__(self, plans: Sequence[Any]) -> None:
+        assert all(p.kb_query is None and not p.kb_graphs_in_batch for p in plans)
+        self.plans = plans
+
+    def evaluate(self, events: Iterable[tuple[int, GraphEvent]]) -> dict[int, list[tuple[int, dict[str, str]]]]:
+        rows: dict[int, list[tuple[int, dict[str, str]]]] = {}
+        for event_id, event in events:
+            store = ox.Store()
+            store.extend(ox.parse(batch_nquads([(event_id, event)], EVENT_GRAPH_PREFIX), ox.RdfFormat.N_QUADS))
+            for plan in self.plans:
+                if event.stream not in plan.streams:
+                    continue
+                result = store.query(plan.event_query)
+                assert isinstance(result, ox.QuerySolutions)
+                names = [v.value for v in result.variables][1:]  # the first is the event graph
+                for solution in result:
+                    mapping = {n: str(t) for n, t in zip(names, list(solution)[1:], strict=True) if t is not None}
+                    rows.setdefault(plan.index, []).append((event_id, mapping))
+        return rows
+
+
+# ---------------------------------------------------------------------- timing
+
+
+@dataclass
+class Timings:
+    gpm: float = 0.0
+    nfa: float = 0.0
+    total: float = 0.0
+    runs_now: int = 0
+    peak_runs: int = 0
+    counts: dict[int, int] = field(default_factory=dict)
+
+    def sample(self, state: Any) -> None:
+        """Track the total of `run_count()` over all keys' states."""
+        count = state.run_count()
+        self.runs_now += count - self.counts.get(id(state), 0)
+        self.counts[id(state)] = count
+        self.peak_runs = max(self.peak_runs, self.runs_now)
+
+
+class _TimedEvaluator:
+    def __init__(self, inner: Any, timings: Timings) -> None:
+        self.inner, self.timings = inner, timings
+
+    def evaluate(self, events: Iterable[tuple[int, GraphEvent]]) -> Mapping[int, Sequence[Any]]:
+        start = time.perf_counter()
+        rows: Mapping[int, Sequence[Any]] = self.inner.evaluate(events)
+        self.timings.gpm += time.perf_counter() - start
+        return rows
+
+
+class _TimedRuntime:
+    """Forwards to a `Runtime`, timing `process` and `advance_time` and
+    sampling the run count of every state it touches."""
+
+    def __init__(self, inner: Any, timings: Timings) -> None:
+        self.inner, self.timings = inner, timings
+
+    def new_state(self) -> Any:
+        return self.inner.new_state()
+
+    def process(self, state: Any, groups: Any) -> Any:
+        start = time.perf_counter()
+        result = self.inner.process(state, groups)
+        self.timings.nfa += time.perf_counter() - start
+        self.timings.sample(result[0])
+        return result
+
+    def advance_time(self, state: Any, rank: int, seconds: float) -> Any:
+        start = time.perf_counter()
+        result = self.inner.advance_time(state, rank, seconds)
+        self.timings.nfa += time.perf_counter() - start
+        self.timings.sample(result)
+        return result
+
+
+def replay(
+    engine: Engine, plan: QueryPlan, events: Sequence[Any], *, naive: bool = False, timed: bool = False
+) -> tuple[list[Any], Timings]:
+    """Run `engine`'s in-process replay; with `timed`, GPM and NFA time and
+    the peak run count are recorded (the wrappers cost a few calls per key
+    and batch)."""
+    timings = Timings()
+    evaluator: Any = NaiveGpmEvaluator(plan.gpms) if naive else engine.gpm.GpmEvaluator(plan.gpms)
+    if timed:
+        evaluator = _TimedEvaluator(evaluator, timings)
+    driver = engine.replay.Replay(plan, evaluator)
+    if timed:
+        driver.runtime = _TimedRuntime(driver.runtime, timings)
+    start = time.perf_counter()
+    matches: list[Any] = driver.run(events)
+    timings.total = time.perf_counter() - start
+    return matches, timings
+
+
+def clock(function: Callable[[], Any]) -> tuple[Any, float]:
+    start = time.perf_counter()
+    result = function()
+    return result, time.perf_counter() - start
+
+
+def match_tuples(matches: Iterable[Any]) -> list[tuple[object, ...]]:
+    """Matches of any engine version as plain tuples, for comparison."""
+    return [
+        (m.events, m.start_time, m.end_time, m.start_rank, m.end_rank, sorted(m.mapping.items()))
+        for m in matches
+    ]
