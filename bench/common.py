@@ -140,7 +140,7 @@ WHERE {
 """
 
 
-def stock(companies: int = 20, ticks: int = 2500, seed: int = 4, tick_seconds: float = 15.0) -> Workload:
+def stock(companies: int = 20, ticks: int = 2500, seed: int = 4, tick_seconds: float = 60.0) -> Workload:
     """`companies` x `ticks` events: at every tick (`tick_seconds` apart) each
     company reports its price (a random walk, 2 decimals) and volume.
     Queries: the V-shape `SEQ(A, B+, C)` (prices below A's, then above it, in

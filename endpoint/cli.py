@@ -4,20 +4,30 @@
 replays a query over finite event files and prints every match. Failures
 print nothing on stdout and exit 2 with one line on stderr that says where:
 `QUERY_FILE:line:col: ...` for a bad query, the file and position for bad data.
+
+`rsep serve [--host H] [--port P] [--data DIR] [--master URL] [--engine E] [--token T]` runs the
+endpoint under waitress, says where it listens in one line on stderr, and stops cleanly on
+SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from types import FrameType
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from rsep.endpoint.replay import KbFile, RunRequest, StreamFile, UsageError, run
 from rsep.plugin.algebra.events import ConsumptionPolicy
 
+if TYPE_CHECKING:
+    from flask import Flask
+
 EXIT_FAILURE = 2
+SERVE_THREADS = 8
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,6 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.add_argument("--engine", choices=["spark", "inprocess"], default="spark",
                          help="spark (default), or inprocess: the same runtime without Spark")  # fmt: skip
     run_cmd.set_defaults(handler=_run)
+    serve_cmd = commands.add_parser("serve", help="run the SPARQL endpoint and the event-query service")
+    serve_cmd.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve_cmd.add_argument("--port", type=int, default=7878, help="port to listen on (default 7878)")
+    serve_cmd.add_argument("--data", type=Path, default=Path("rsep-data"), metavar="DIR",
+                           help="where the store and the event log live (default ./rsep-data)")  # fmt: skip
+    serve_cmd.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    serve_cmd.add_argument("--engine", choices=["spark", "inprocess"], default="spark",
+                           help="spark (default), or inprocess: the same runtime without Spark")  # fmt: skip
+    serve_cmd.add_argument("--token", help="require Authorization: Bearer TOKEN on every request but /")
+    serve_cmd.set_defaults(handler=_serve)
     return parser
 
 
@@ -75,6 +95,74 @@ def _run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"rsep: warning: {args.query}: {warning}\n")
     sys.stdout.write(result.jsonl() if args.format == "jsonl" else result.srj())
     return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from waitress.server import create_server  # the web stack only for `serve`
+
+    from rsep.endpoint.app import create_app
+
+    config = {
+        "RSEP_DATA_DIR": str(args.data),
+        "RSEP_MASTER": args.master,
+        "RSEP_ENGINE": args.engine,
+        "RSEP_TOKEN": args.token,
+    }
+    try:
+        app = create_app(config)
+    except OSError as error:  # e.g. the store is locked by another `rsep serve`
+        raise ValueError(f"rsep: cannot open the data directory {args.data}: {error}") from None
+    try:
+        server = create_server(app, host=args.host, port=args.port, threads=SERVE_THREADS, ident="rsep")
+    except OSError as error:
+        _shut_down(app)
+        raise ValueError(
+            f"rsep: cannot listen on {args.host}:{args.port}: {error.strerror or error}"
+        ) from None
+    _stop_on_signals(lambda: _shut_down(app))
+    url = _url(server)
+    sys.stderr.write(f"rsep: listening on {url} (SPARQL endpoint {url}sparql)\n")
+    sys.stderr.flush()
+    server.run()  # returns when a signal handler raises SystemExit
+    return 0
+
+
+def _url(server: Any) -> str:
+    """The first address waitress listens on (a name like `localhost` may give several)."""
+    listening = getattr(server, "effective_listen", None)
+    host, port = listening[0] if listening else (server.effective_host, server.effective_port)
+    return f"http://[{host}]:{port}/" if ":" in str(host) else f"http://{host}:{port}/"
+
+
+def _stop_on_signals(shut_down: Callable[[], None]) -> None:
+    """SIGTERM and SIGINT stop the server: the app's shutdown hooks run first (so that open
+    event streams end and their request threads can finish), then SystemExit ends waitress's
+    loop, which joins the request threads."""
+    stopping = False
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        if not stopping:
+            stopping = True
+            shut_down()
+        raise SystemExit(0)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, stop)
+
+
+def _shut_down(app: Flask) -> None:
+    """Run the callables registered under app.extensions["rsep.shutdown"] (one or a list),
+    then flush the store to disk."""
+    hooks = app.extensions.get("rsep.shutdown") or []
+    for hook in hooks if isinstance(hooks, list | tuple) else [hooks]:
+        try:
+            hook()
+        except Exception as error:  # one failing hook must not keep the others from running
+            sys.stderr.write(f"rsep: shutdown: {_one_line(error)}\n")
+    resources = app.extensions.get("rsep")
+    if resources is not None:
+        resources.kb.store.flush()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

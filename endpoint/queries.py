@@ -1,7 +1,190 @@
-"""Placeholder: being written."""
+"""Continuous queries: `/queries` (register, list), `/queries/{id}` (read,
+delete) and `/queries/{id}/events` (matches pushed as Server-Sent Events).
 
-from flask import Flask
+A query is parsed and compiled before it is registered, so a bad query is a
+400 with its position and nothing is stored. A new query reads the events
+ingested after its registration (`from=now`, the default) or the log from a
+position (`from=0`: all history). docs/endpoint.md describes the API.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from flask import Blueprint, Flask, Response, jsonify, request, url_for
+
+from rsep.endpoint.errors import BadRequest, NotFound, UnsupportedMediaType
+from rsep.endpoint.streaming import Streaming, compile_text, streaming
+from rsep.grammar import DIALECTS
+from rsep.plugin.algebra.events import ConsumptionPolicy
+from rsep.plugin.compile.automaton import CompileError
+from rsep.plugin.service.listeners import Subscription
+from rsep.plugin.service.registry import RegisteredQuery
+
+bp = Blueprint("queries", __name__)
+
+QUERY_BODY = "application/sparql-query"
+FORM = "application/x-www-form-urlencoded"
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+@bp.post("/queries")
+def register() -> tuple[Response, int, dict[str, str]]:
+    text = _query_text()
+    options = _options()
+    service = streaming()
+    start = _start(service)
+    try:
+        plan = compile_text(text, dialect=options.get("dialect"), policy=options.get("policy"))
+    except CompileError as error:
+        raise BadRequest(str(error), parameter="query") from None
+    query = service.registry.create(text, plan.query.dialect.name, plan.streams, start, options)
+    try:
+        service.engine.register(query)
+    except Exception:
+        service.registry.remove(query.id)
+        raise
+    location = url_for("queries.read", query_id=query.id)
+    body = {"id": query.id, "iri": query.iri, "dialect": query.dialect, "streams": list(query.streams),
+            "start": query.start, "warnings": list(plan.warnings)}  # fmt: skip
+    return jsonify(body), 201, {"Location": location}
+
+
+@bp.get("/queries")
+def index() -> Response:
+    service = streaming()
+    return jsonify({"queries": [_summary(service, q) for q in service.registry.all()]})
+
+
+@bp.get("/queries/<query_id>")
+def read(query_id: str) -> Response:
+    service = streaming()
+    query = _registered(service, query_id)
+    return jsonify({**_summary(service, query), "text": query.text, "options": dict(query.options)})
+
+
+@bp.delete("/queries/<query_id>")
+def delete(query_id: str) -> tuple[str, int]:
+    service = streaming()
+    query = _registered(service, query_id)
+    purge = _flag("purge")
+    service.engine.unregister(query.id, purge=purge)
+    service.registry.remove(query.id)
+    return "", 204
+
+
+@bp.get("/queries/<query_id>/events")
+def events(query_id: str) -> Response:
+    service = streaming()
+    query = _registered(service, query_id)
+    subscription = service.engine.listeners.subscribe(query.id)
+    stream = sse_stream(subscription, query.iri, service.heartbeat)
+    return Response(stream, status=200, content_type="text/event-stream", headers=SSE_HEADERS)
+
+
+def sse_stream(subscription: Subscription, iri: str, heartbeat: float) -> Iterator[str]:
+    """`event: match` per created match graph, a comment line as heartbeat."""
+    try:
+        yield f": matches of {iri}\n\n"
+        while True:
+            record = subscription.get(timeout=heartbeat)
+            if record is None:
+                if subscription.closed:
+                    return
+                yield ": heartbeat\n\n"
+                continue
+            yield f"event: match\ndata: {json.dumps(record, ensure_ascii=False)}\n\n"
+    finally:
+        subscription.close()
+
+
+# --------------------------------------------------------------------------- reading the request
+
+
+def _query_text() -> str:
+    mimetype = request.mimetype
+    if mimetype == QUERY_BODY:
+        try:
+            text = request.get_data(cache=False).decode("utf-8")
+        except UnicodeDecodeError:
+            raise BadRequest("the query is not UTF-8 text", parameter="query") from None
+    elif mimetype == FORM:
+        text = request.form.get("query", "")
+    else:
+        raise UnsupportedMediaType(
+            f"post the query as {QUERY_BODY} (or a form with query=), not {mimetype or 'nothing'}"
+        )
+    if not text.strip():
+        raise BadRequest("missing: the text of the continuous query", parameter="query")
+    return text
+
+
+def _options() -> dict[str, str]:
+    options: dict[str, str] = {}
+    policy = request.args.get("policy")
+    if policy is not None:
+        known = [p.value for p in ConsumptionPolicy]
+        if policy not in known:
+            raise BadRequest(
+                f"{policy!r} is not a consumption policy ({', '.join(known)})", parameter="policy"
+            )
+        options["policy"] = policy
+    dialect = request.args.get("dialect")
+    if dialect is not None:
+        if dialect not in DIALECTS:
+            raise BadRequest(
+                f"unknown dialect {dialect!r} (known: {', '.join(DIALECTS)})", parameter="dialect"
+            )
+        options["dialect"] = dialect
+    return options
+
+
+def _start(service: Streaming) -> int:
+    """The log position the query starts at: `from=now` (default) or a position."""
+    given = request.args.get("from", "now")
+    head = service.log.next_position
+    if given == "now":
+        return head
+    if not given.isdigit() or int(given) > head:
+        raise BadRequest(f"expected now or a log position from 0 to {head}, got {given!r}", parameter="from")
+    return int(given)
+
+
+def _flag(name: str) -> bool:
+    value = request.args.get(name, "false").lower()
+    if value not in ("true", "false", "1", "0", "yes", "no"):
+        raise BadRequest(f"expected true or false, got {value!r}", parameter=name)
+    return value in ("true", "1", "yes")
+
+
+def _registered(service: Streaming, query_id: str) -> RegisteredQuery:
+    query = service.registry.get(query_id)
+    if query is None:
+        raise NotFound(f"no continuous query {query_id}")
+    return query
+
+
+def _summary(service: Streaming, query: RegisteredQuery) -> dict[str, Any]:
+    progress = service.engine.progress(query.id)
+    head = service.log.next_position
+    summary: dict[str, Any] = {
+        "id": query.id,
+        "iri": query.iri,
+        "href": url_for("queries.read", query_id=query.id),
+        "dialect": query.dialect,
+        "streams": list(query.streams),
+        "created": query.created,
+        "start": query.start,
+    }
+    if progress is None:
+        return {**summary, "status": query.status, "error": query.error, "events": None, "matches": None,
+                "position": None, "lag": None}  # fmt: skip
+    return {**summary, "status": progress.state, "error": progress.error, "events": progress.events,
+            "matches": progress.matches, "position": progress.position,
+            "lag": max(0, head - progress.position)}  # fmt: skip
 
 
 def init_app(app: Flask) -> None:
-    """Register this module's blueprint and extensions."""
+    app.register_blueprint(bp)

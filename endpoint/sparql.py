@@ -1,7 +1,219 @@
-"""Placeholder: being written."""
+"""The SPARQL 1.1 Protocol at /sparql: queries by GET or POST, updates by POST.
 
-from flask import Flask
+A request is checked in Fuseki's order: method (405, by the route), content type (415),
+parameters (400 naming the parameter), then the text (400 with line and column). Plain SPARQL is
+checked with our grammar first, for its positions and messages in a user's words, and Oxigraph
+then runs the text exactly as the client sent it. An event query posted here is recognised and
+answered by `_event_query_response`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from flask import Blueprint, Flask, Response, request
+from lark import Tree
+from werkzeug.datastructures import CombinedMultiDict, MultiDict
+
+from rsep.endpoint.errors import BadRequest, UnsupportedMediaType, error_response
+from rsep.endpoint.negotiation import content_type, negotiate_request, parse_content_type
+from rsep.endpoint.resources import resources
+from rsep.grammar import SparqlSyntaxError, parse_event_query, parse_query, parse_update
+from rsep.grammar.parser import SPARQL_GRAMMAR, get_parser
+from rsep.plugin.algebra.sparql import AskQuery, Query, SelectQuery
+from rsep.plugin.store import sparql_service
+from rsep.plugin.store.sparql_service import Dataset
+
+bp = Blueprint("sparql", __name__)
+
+FORM = "application/x-www-form-urlencoded"
+QUERY_BODY = "application/sparql-query"
+UPDATE_BODY = "application/sparql-update"
+QUERY_DATASET = ("default-graph-uri", "named-graph-uri")
+UPDATE_DATASET = ("using-graph-uri", "using-named-graph-uri")
+
+Kind = Literal["query", "update"]
+Params = MultiDict[str, str] | CombinedMultiDict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """What a protocol request asks for: a query or an update, its text as sent, and the
+    dataset the protocol parameters give (None: the one the text names, or the store's)."""
+
+    kind: Kind
+    text: str
+    dataset: Dataset | None
+
+
+@bp.route("/sparql", methods=["GET", "POST"])
+@bp.route("/sparql/", methods=["GET", "POST"])
+def sparql() -> Response:
+    operation = read_operation()
+    return run_query(operation) if operation.kind == "query" else run_update(operation)
+
+
+# --------------------------------------------------------------------------- reading the request
+
+
+def read_operation() -> Operation:
+    """The operation of the current request; 415 and 400 errors for what does not fit the protocol."""
+    if request.method in ("GET", "HEAD"):
+        return _operation(request.args)
+    ctype = parse_content_type(request.headers.get("Content-Type"))
+    kinds = f"{FORM}, {QUERY_BODY} or {UPDATE_BODY}"
+    if ctype is None:
+        raise UnsupportedMediaType(f"a POST needs a Content-Type: {kinds}")
+    if ctype.media_type not in (FORM, QUERY_BODY, UPDATE_BODY):
+        raise UnsupportedMediaType(f"{ctype.media_type} is not a SPARQL request; use {kinds}")
+    if not ctype.utf8:
+        raise UnsupportedMediaType(f"charset={ctype.charset}: SPARQL requests are UTF-8")
+    if ctype.media_type == FORM:
+        return _operation(CombinedMultiDict([request.args, request.form]))
+    kind: Kind = "query" if ctype.media_type == QUERY_BODY else "update"
+    return _operation(request.args, body=(kind, _body_text()))
+
+
+def _body_text() -> str:
+    try:
+        return request.get_data().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadRequest(f"not UTF-8 (byte {error.start})", parameter="body") from None
+
+
+def _operation(params: Params, body: tuple[Kind, str] | None = None) -> Operation:
+    if body is not None:
+        for name in ("query", "update"):
+            if name in params:
+                raise BadRequest(
+                    f"the request body is the {body[0]}; do not also send a {name}", parameter=name
+                )
+        kind, text = body
+    else:
+        kind, text = _text_parameter(params)
+    return Operation(kind, text, _dataset(params, kind))
+
+
+def _text_parameter(params: Params) -> tuple[Kind, str]:
+    queries, updates = params.getlist("query"), params.getlist("update")
+    if queries and updates:
+        raise BadRequest("a request carries a query or an update, not both", parameter="update")
+    for name, values in (("query", queries), ("update", updates)):
+        if len(values) > 1:
+            raise BadRequest(f"given {len(values)} times; send one {name} per request", parameter=name)
+    if updates and request.method != "POST":
+        raise BadRequest("updates must be sent with POST", parameter="update")
+    if queries:
+        return "query", queries[0]
+    if updates:
+        return "update", updates[0]
+    raise BadRequest("missing: send ?query=... (GET or POST), or update=... (POST)", parameter="query")
+
+
+def _dataset(params: Params, kind: Kind) -> Dataset | None:
+    """The protocol dataset: default-graph-uri/named-graph-uri for a query, using-graph-uri/
+    using-named-graph-uri for an update; the other pair is a client mistake."""
+    own, other = (QUERY_DATASET, UPDATE_DATASET) if kind == "query" else (UPDATE_DATASET, QUERY_DATASET)
+    for name in other:
+        if name in params:
+            raise BadRequest(f"applies to {'updates' if kind == 'query' else 'queries'} only", parameter=name)
+    graphs = [params.getlist(name) for name in own]
+    for name, iris in zip(own, graphs, strict=True):
+        for iri in iris:
+            if not sparql_service.is_absolute_iri(iri):
+                raise BadRequest(f"not an absolute IRI: {iri!r}", parameter=name)
+    if not any(graphs):
+        return None
+    return Dataset(tuple(graphs[0]), tuple(graphs[1]))
+
+
+# --------------------------------------------------------------------------- queries
+
+
+def run_query(operation: Operation) -> Response:
+    base = request.base_url
+    try:
+        parsed = parse_query(operation.text, source="query", base_iri=base)
+    except SparqlSyntaxError:
+        response = _event_query_response(operation.text)
+        if response is not None:
+            return response
+        raise
+    media_type = negotiate_request(_offers(parsed))
+    body = sparql_service.run_query(
+        resources().kb.store, operation.text, media_type=media_type, base_iri=base, dataset=operation.dataset
+    )
+    response = Response(body, content_type=content_type(media_type))
+    response.vary.add("Accept")
+    return response
+
+
+def _offers(query: Query) -> tuple[str, ...]:
+    if isinstance(query, SelectQuery):
+        return sparql_service.RESULT_MEDIA_TYPES
+    if isinstance(query, AskQuery):
+        return sparql_service.BOOLEAN_MEDIA_TYPES
+    return sparql_service.GRAPH_MEDIA_TYPES
+
+
+def _event_query_response(text: str) -> Response | None:
+    """What /sparql answers to a continuous (event) query, or None if `text` is not one.
+
+    Continuous queries are registered with POST /queries, which streams their matches; /sparql
+    only says so for now. This is the one place to change if /sparql should register them."""
+    try:
+        parse_event_query(text, source="query", base_iri=request.base_url)
+    except ValueError:  # SparqlSyntaxError, or a dialect's own rejection
+        return None
+    message = "this is a continuous event query, which /sparql does not run: register it with POST /queries"
+    return error_response(BadRequest(message, parameter="query"))
+
+
+# --------------------------------------------------------------------------- updates
+
+
+def run_update(operation: Operation) -> Response:
+    base = request.base_url
+    parse_update(operation.text, source="update", base_iri=base)
+    text = operation.text
+    if operation.dataset is not None:
+        text = with_using_clauses(text, operation.dataset)
+    sparql_service.run_update(resources().kb.store, text, base_iri=base)
+    resources().kb.touch()
+    response = Response(status=204)
+    del response.headers["Content-Type"]  # no body, so no type
+    return response
+
+
+def with_using_clauses(text: str, dataset: Dataset) -> str:
+    """The update with the protocol's using-graph-uri/using-named-graph-uri parameters added as
+    the USING clauses of every operation with a WHERE, which is what SPARQL 1.1 Protocol §2.2.3
+    says they mean (and 400 if the update already has USING or WITH).
+
+    pyoxigraph 0.5's Store.update takes no dataset, so the clauses go into the text at the
+    positions our parser reports; everything else is kept as sent. A DELETE WHERE cannot carry
+    USING, so it is spelled out in its long form `DELETE {P} USING ... WHERE {P}`."""
+    using = " ".join(
+        [f"USING <{iri}>" for iri in dataset.default_graphs]
+        + [f"USING NAMED <{iri}>" for iri in dataset.named_graphs]
+    )
+    edits: list[tuple[int, int, str]] = []
+    for node in get_parser(SPARQL_GRAMMAR, "update_unit").parse(text).iter_subtrees():
+        parts = [child for child in node.children if isinstance(child, Tree)]
+        if node.data == "modify":
+            if parts[0].data == "iri" or any(part.data == "using_clause" for part in parts):
+                parameter = UPDATE_DATASET[0] if dataset.default_graphs else UPDATE_DATASET[1]
+                raise BadRequest("cannot be used with an update that has USING or WITH", parameter=parameter)
+            clause_end = parts[-2].meta.end_pos  # the clause before WHERE
+            edits.append((clause_end, clause_end, f" {using}"))
+        elif node.data == "delete_where":
+            quads = text[parts[0].meta.start_pos : parts[0].meta.end_pos]
+            edits.append((node.meta.start_pos, node.meta.end_pos, f"DELETE {quads} {using} WHERE {quads}"))
+    for start, end, replacement in sorted(edits, reverse=True):
+        text = text[:start] + replacement + text[end:]
+    return text
 
 
 def init_app(app: Flask) -> None:
-    """Register this module's blueprint and extensions."""
+    app.register_blueprint(bp)

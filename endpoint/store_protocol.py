@@ -1,7 +1,203 @@
-"""Placeholder: being written."""
+"""The SPARQL 1.1 Graph Store HTTP Protocol at /store.
 
-from flask import Flask
+A graph is named indirectly (`/store?graph=<IRI>`, `/store?default`) or directly: a URL under
+/store/ is itself the graph's IRI, which is how graphs that POST /store creates are named.
+/store with neither addresses the whole graph store: GET returns every graph (TriG, N-Quads,
+JSON-LD); POST of a dataset merges it, POST of a graph creates a new graph (201, its IRI in
+Location).
+
+Checks come in Fuseki's order: method (405), content type (415), parameters (400 naming the
+parameter), then the payload (400 with line and column; it is parsed whole before anything is
+written, so a bad one changes nothing) and existence (404).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from flask import Blueprint, Flask, Response, request
+
+from rsep.endpoint.errors import BadRequest, NotFound, UnsupportedMediaType
+from rsep.endpoint.negotiation import canonical, content_type, negotiate_request, parse_content_type
+from rsep.endpoint.resources import resources
+from rsep.plugin.store import sparql_service
+from rsep.plugin.store.sparql_service import (
+    DATASET_MEDIA_TYPES,
+    GRAPH_MEDIA_TYPES,
+    GRAPH_PAYLOAD_MEDIA_TYPES,
+    Payload,
+)
+
+bp = Blueprint("store", __name__)
+
+METHODS = ["GET", "PUT", "POST", "DELETE"]
+MULTIPART = "multipart/form-data"
+PAYLOAD_MEDIA_TYPES = tuple(dict.fromkeys(GRAPH_PAYLOAD_MEDIA_TYPES + DATASET_MEDIA_TYPES))
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a request addresses: one graph (`graph`; None is the default graph), or the whole
+    graph store (`store`)."""
+
+    graph: str | None = None
+    store: bool = False
+
+
+STORE = Target(store=True)
+
+
+@bp.route("/store", methods=METHODS)
+def indirect() -> Response:
+    media_type = _payload_media_type()
+    return _dispatch(_indirect_target(), media_type)
+
+
+@bp.route("/store/<path:_path>", methods=METHODS)
+def direct(_path: str) -> Response:
+    media_type = _payload_media_type()
+    for name in ("graph", "default"):
+        if name in request.args:
+            raise BadRequest("a URL under /store/ names its own graph", parameter=name)
+    return _dispatch(Target(graph=request.base_url), media_type)
+
+
+def _dispatch(target: Target, media_type: str | None) -> Response:
+    if request.method in ("GET", "HEAD"):
+        return _get(target)
+    if request.method == "DELETE":
+        return _delete(target)
+    assert media_type is not None
+    return _put(target, media_type) if request.method == "PUT" else _post(target, media_type)
+
+
+# --------------------------------------------------------------------------- reading the request
+
+
+def _payload_media_type() -> str | None:
+    """The canonical media type of a PUT or POST body (415 if we cannot read it)."""
+    if request.method not in ("PUT", "POST"):
+        return None
+    ctype = parse_content_type(request.headers.get("Content-Type"))
+    kinds = ", ".join(PAYLOAD_MEDIA_TYPES)
+    if ctype is None:
+        raise UnsupportedMediaType(f"{request.method} needs a Content-Type: {kinds}")
+    if not ctype.utf8:
+        raise UnsupportedMediaType(f"charset={ctype.charset}: RDF payloads are read as UTF-8")
+    if ctype.media_type == MULTIPART and request.method == "POST":
+        return MULTIPART
+    found = canonical(ctype.media_type, PAYLOAD_MEDIA_TYPES)
+    if found is None:
+        raise UnsupportedMediaType(f"cannot read {ctype.media_type}; use {kinds}")
+    return found
+
+
+def _indirect_target() -> Target:
+    graphs, default = request.args.getlist("graph"), "default" in request.args
+    if graphs and default:
+        raise BadRequest("give either graph=IRI or default, not both", parameter="default")
+    if len(graphs) > 1:
+        raise BadRequest(f"given {len(graphs)} times; one graph per request", parameter="graph")
+    if graphs:
+        if not sparql_service.is_absolute_iri(graphs[0]):
+            raise BadRequest(f"not an absolute IRI: {graphs[0]!r}", parameter="graph")
+        return Target(graph=graphs[0])
+    return Target() if default else STORE
+
+
+def _graph_payloads(media_type: str) -> list[Payload]:
+    """The body as payloads of one graph: itself, or each file of a multipart/form-data POST."""
+    kinds = ", ".join(GRAPH_PAYLOAD_MEDIA_TYPES)
+    if media_type == MULTIPART:
+        for name in request.form:
+            raise UnsupportedMediaType(f"multipart part {name!r} is not a file; send files of {kinds}")
+        return [_part_payload(name, kinds) for name in request.files]
+    if media_type not in GRAPH_PAYLOAD_MEDIA_TYPES:
+        raise UnsupportedMediaType(f"{media_type} holds a dataset; a graph is sent as {kinds}")
+    return [Payload(request.get_data(), media_type)]
+
+
+def _part_payload(name: str, kinds: str) -> Payload:
+    part = request.files[name]
+    media_type = canonical(part.mimetype, GRAPH_PAYLOAD_MEDIA_TYPES)
+    if media_type is None:
+        raise UnsupportedMediaType(f"multipart part {name!r} is {part.mimetype or 'untyped'}; use {kinds}")
+    return Payload(part.read(), media_type)
+
+
+def _base_iri(target: Target) -> str:
+    """Relative IRIs in a payload resolve against the graph's IRI, or the request URL."""
+    return target.graph if target.graph is not None else request.base_url
+
+
+def _written(status: int, headers: dict[str, str] | None = None) -> Response:
+    """A write happened: cached background answers must be refreshed."""
+    resources().kb.touch()
+    response = Response(status=status, headers=headers)
+    del response.headers["Content-Type"]  # no body, so no type
+    return response
+
+
+# --------------------------------------------------------------------------- the methods
+
+
+def _get(target: Target) -> Response:
+    store = resources().kb.store
+    if target.store:
+        media_type = negotiate_request(DATASET_MEDIA_TYPES)
+        body = sparql_service.get_dataset(store, media_type)
+    else:
+        media_type = negotiate_request(GRAPH_MEDIA_TYPES)
+        if not sparql_service.graph_exists(store, target.graph):
+            raise NotFound(f"no graph <{target.graph}> in the store")
+        body = sparql_service.get_graph(store, target.graph, media_type)
+    response = Response(body, content_type=content_type(media_type))
+    response.vary.add("Accept")
+    return response
+
+
+def _put(target: Target, media_type: str) -> Response:
+    if target.store:
+        raise BadRequest(
+            "PUT needs ?graph=IRI or ?default (the whole store is not replaced)", parameter="graph"
+        )
+    payloads = _graph_payloads(media_type)
+    created = sparql_service.put_graph(
+        resources().kb.store, target.graph, payloads[0], base_iri=_base_iri(target)
+    )
+    return _written(201 if created else 204)
+
+
+def _post(target: Target, media_type: str) -> Response:
+    store = resources().kb.store
+    if target.store and media_type in DATASET_MEDIA_TYPES:
+        sparql_service.post_dataset(store, Payload(request.get_data(), media_type), base_iri=request.base_url)
+        return _written(204)
+    if target.store:
+        return _create_graph(media_type)
+    payloads = _graph_payloads(media_type)
+    created = sparql_service.post_graph(store, target.graph, payloads, base_iri=_base_iri(target))
+    return _written(201 if created else 204)
+
+
+def _create_graph(media_type: str) -> Response:
+    """POST of a graph to the store itself: a new graph, named by a fresh URL under /store/."""
+    graph = f"{request.base_url.rstrip('/')}/{uuid.uuid4().hex}"
+    payloads = _graph_payloads(media_type)
+    sparql_service.post_graph(resources().kb.store, graph, payloads, base_iri=graph)
+    return _written(201, {"Location": graph})
+
+
+def _delete(target: Target) -> Response:
+    if target.store:
+        raise BadRequest(
+            "DELETE needs ?graph=IRI or ?default (the whole store is not dropped)", parameter="graph"
+        )
+    if not sparql_service.delete_graph(resources().kb.store, target.graph):
+        raise NotFound(f"no graph <{target.graph}> in the store")
+    return _written(204)
 
 
 def init_app(app: Flask) -> None:
-    """Register this module's blueprint and extensions."""
+    app.register_blueprint(bp)

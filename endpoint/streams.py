@@ -1,7 +1,96 @@
-"""Placeholder: being written."""
+"""Ingest: `POST /streams?stream=<IRI>` with TriG or N-Quads events.
 
-from flask import Flask
+Checks in Fuseki's order: content type (415), the `stream` parameter (400),
+the payload (400 with line and column; a bad payload is rejected whole), the
+order of timestamps (400). The 202 answer is sent only once the events are
+fsynced in the event log; then the streaming engine is told.
+
+Events without a `prov:generatedAtTime` get one arrival time per request,
+never earlier than the newest event in the log. Blank nodes are scoped to the
+request (`r<first log position>`): ingest requests are serialised, so that
+number is unique, and a request that fails stores nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pyoxigraph as ox
+from flask import Blueprint, Flask, Response, jsonify, request
+
+from rsep.endpoint import streaming as streaming_setup
+from rsep.endpoint.errors import BadRequest, UnsupportedMediaType
+from rsep.endpoint.streaming import streaming
+from rsep.plugin.events import Timestamp
+from rsep.plugin.log import LogRecord, OutOfOrderError
+from rsep.plugin.store.rdfio import MEDIA_TYPES, DataError, parse_events
+
+bp = Blueprint("streams", __name__)
+
+FORMATS: dict[str, ox.RdfFormat] = {
+    **MEDIA_TYPES,
+    "application/x-trig": MEDIA_TYPES["application/trig"],
+    "text/x-nquads": MEDIA_TYPES["application/n-quads"],
+}
+_ABSOLUTE_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s<>\"{}|\\^`]*$")
+
+
+@bp.post("/streams")
+def ingest() -> tuple[Response, int]:
+    fmt = _format()
+    stream = _stream()
+    service = streaming()
+    data = request.get_data(cache=False)
+    with service.ingest_lock:
+        log = service.log
+        first = log.next_position
+        try:
+            events = parse_events(
+                data, fmt, stream, source="body", scope=f"r{first}", default_time=arrival_time(log.last_time)
+            )
+            positions = log.append(events)
+        except DataError as error:
+            raise BadRequest(error.message, parameter="body", line=error.line, column=error.column) from None
+        except OutOfOrderError as error:
+            raise BadRequest(str(error), parameter="body") from None
+    service.engine.notify([LogRecord(p, e) for p, e in zip(positions, events, strict=True)])
+    body = {"stream": stream, "accepted": len(events), "first_position": positions.start,
+            "next_position": positions.stop}  # fmt: skip
+    return jsonify(body), 202
+
+
+def _format() -> ox.RdfFormat:
+    mimetype = request.mimetype
+    fmt = FORMATS.get(mimetype)
+    if fmt is None:
+        given = mimetype or "no content type"
+        raise UnsupportedMediaType(f"events are application/trig or application/n-quads, not {given}")
+    return fmt
+
+
+def _stream() -> str:
+    stream = request.args.get("stream")
+    if not stream:
+        raise BadRequest("missing: the IRI of the stream the events belong to", parameter="stream")
+    stream = stream.strip()
+    if stream.startswith("<") and stream.endswith(">"):
+        stream = stream[1:-1]
+    if not _ABSOLUTE_IRI.match(stream):
+        raise BadRequest(f"{stream!r} is not an absolute IRI", parameter="stream")
+    return stream
+
+
+def arrival_time(last: float | None) -> Timestamp:
+    """Now, or the newest accepted time if that is later (clocks differ)."""
+    now = Timestamp.now()
+    if last is None or last <= now.seconds:
+        return now
+    moment = datetime.fromtimestamp(last, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return Timestamp(last, moment, False)
 
 
 def init_app(app: Flask) -> None:
-    """Register this module's blueprint and extensions."""
+    """The ingest side owns the event log, so the streaming service starts here."""
+    streaming_setup.init_app(app)
+    app.register_blueprint(bp)

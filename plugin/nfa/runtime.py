@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Sequence as Seq
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from rsep.plugin.algebra.events import SelectionStrategy
+from rsep.plugin.algebra.sparql import Aggregate, Exists, FunctionCall
 from rsep.plugin.expr import compile_filter
 from rsep.plugin.nfa.automaton import (
     Atom,
@@ -108,6 +109,45 @@ class _Candidate:
     events: tuple[int, ...]
     mapping: Mapping_
     pending: tuple[Callable[[Mapping[str, str]], bool], ...]
+    pending_reads: frozenset[str] | None
+    """The variables the pending filters read; None when one of them is not a
+    function of its variables (RAND(), NOW(), ...)."""
+
+
+class _Outcomes:
+    """`_checked(cand, base)` for the runs of one state at one group, where
+    `base` is a run's mapping without the state's `rebind` variables.
+
+    The outcome depends only on what the candidate reads of `base`, so runs
+    that agree there share one join and one evaluation of the stateful
+    filters: e.g. the many runs a skip-till-next Kleene+ leaves waiting for
+    `C` all carry `A`'s price, the only binding `C`'s filter compares with.
+    Only successes build their joined mapping, which those runs need anyway."""
+
+    __slots__ = ("cand", "names", "rebind", "seen")
+
+    def __init__(self, cand: _Candidate, rebind: frozenset[str]) -> None:
+        self.cand = cand
+        self.rebind = rebind
+        reads = None if cand.pending_reads is None else dict.fromkeys((*cand.mapping, *cand.pending_reads))
+        self.names = None if reads is None else tuple(n for n in reads if n not in rebind)
+        self.seen: dict[tuple[str | None, ...], bool] = {}
+
+    def join(self, mapping: Mapping_) -> Mapping_ | None:
+        if self.names is None:
+            return _checked(self.cand, self._base(mapping))
+        key = tuple([mapping.get(name) for name in self.names])
+        ok = self.seen.get(key)
+        if ok is None:
+            joined = _checked(self.cand, self._base(mapping))
+            self.seen[key] = joined is not None
+            return joined
+        return {**self._base(mapping), **self.cand.mapping} if ok else None
+
+    def _base(self, mapping: Mapping_) -> Mapping_:
+        if not self.rebind:
+            return mapping
+        return {k: v for k, v in mapping.items() if k not in self.rebind}
 
 
 class Runtime:
@@ -118,8 +158,9 @@ class Runtime:
     def __init__(self, automaton: Automaton) -> None:
         self.automaton = automaton
         self.within = automaton.within
-        self._residuals: list[list[tuple[frozenset[str], Callable[[Mapping[str, str]], bool]]]] = [
-            [(r.variables, compile_filter(r.expr)) for r in filters] for filters in automaton.residuals
+        self._residuals: list[list[tuple[frozenset[str], Callable[[Mapping[str, str]], bool], bool]]] = [
+            [(r.variables, compile_filter(r.expr), _pure(r.expr)) for r in filters]
+            for filters in automaton.residuals
         ]
         self._touching: dict[int, list[State]] = {}
         for state in automaton.states:
@@ -185,23 +226,23 @@ class Runtime:
         born: list[Run],
         matches: dict[tuple[object, ...], Match],
     ) -> list[Run]:
-        candidates = self._matches(spec.atom, group, cache)
+        checks = [_Outcomes(cand, spec.rebind) for cand in self._matches(spec.atom, group, cache)]
+        guards: list[_Outcomes] | None = None
         keep: list[Run] = []
         for run in runs:
             if not self._alive(spec, run, group.rank, group.time):
                 continue
             took = False
-            if candidates:
-                base = run.mapping
-                if spec.rebind:
-                    base = {k: v for k, v in base.items() if k not in spec.rebind}
-                for cand in candidates:
-                    joined = _checked(cand, base)
-                    if joined is not None:
-                        took = True
-                        self._spawn(spec, run, cand.events, joined, group, born, matches)
-            if spec.guards and self._guarded(spec, run, group, cache):
-                continue
+            for check in checks:
+                joined = check.join(run.mapping)
+                if joined is not None:
+                    took = True
+                    self._spawn(spec, run, check.cand.events, joined, group, born, matches)
+            if spec.guards:
+                if guards is None:
+                    guards = self._guard_checks(spec, group, cache)
+                if any(guard.join(run.mapping) is not None for guard in guards):
+                    continue
             if took and spec.strategy is SelectionStrategy.SKIP_TILL_NEXT:
                 continue
             if spec.max_gap is not None and group.rank >= run.last_rank + spec.max_gap:
@@ -214,13 +255,10 @@ class Runtime:
             return False
         return spec.max_gap is None or rank <= run.last_rank + spec.max_gap
 
-    def _guarded(self, spec: State, run: Run, group: Group, cache: dict[Atom, list[_Candidate]]) -> bool:
-        """Did a guarded (negated or skipped optional) element occur compatibly?"""
-        return any(
-            _checked(cand, run.mapping) is not None
-            for guard in spec.guards
-            for cand in self._matches(guard, group, cache)
-        )
+    def _guard_checks(self, spec: State, group: Group, cache: dict[Atom, list[_Candidate]]) -> list[_Outcomes]:
+        """What a run is checked against for "did a guarded (negated or skipped
+        optional) element occur compatibly?"."""
+        return [_Outcomes(cand, frozenset()) for guard in spec.guards for cand in self._matches(guard, group, cache)]
 
     def _spawn(
         self,
@@ -264,7 +302,7 @@ class Runtime:
                     unique.setdefault((cand.events, tuple(sorted(cand.mapping.items()))), cand)
             return list(unique.values())
         assert isinstance(atom, ConjunctionAtom)
-        joined: list[_Candidate] = [_Candidate((), {}, ())]
+        joined: list[_Candidate] = [_Candidate((), {}, (), frozenset())]
         for operand in atom.operands:
             joined = [c for a in joined for b in self._matches(operand, group, cache) if (c := _conj(a, b))]
             if not joined:
@@ -276,16 +314,18 @@ class Runtime:
         out: list[_Candidate] = []
         for event, mapping in group.rows.get(gpm, ()):
             pending = []
+            reads: frozenset[str] | None = frozenset()
             ok = True
-            for variables, predicate in residuals:
+            for variables, predicate, pure in residuals:
                 if variables <= mapping.keys():
                     if not predicate(mapping):
                         ok = False
                         break
                 else:
                     pending.append(predicate)
+                    reads = reads | variables if pure and reads is not None else None
             if ok:
-                out.append(_Candidate((event,), dict(mapping), tuple(pending)))
+                out.append(_Candidate((event,), dict(mapping), tuple(pending), reads))
         return out
 
 
@@ -312,7 +352,26 @@ def _conj(a: _Candidate, b: _Candidate) -> _Candidate | None:
     if joined is None:
         return None
     events = a.events + tuple(e for e in b.events if e not in a.events)
-    return _Candidate(events, joined, a.pending + b.pending)
+    reads = None if a.pending_reads is None or b.pending_reads is None else a.pending_reads | b.pending_reads
+    return _Candidate(events, joined, a.pending + b.pending, reads)
+
+
+_IMPURE = frozenset({"RAND", "NOW", "UUID", "STRUUID", "BNODE"})
+
+
+def _pure(expr: object) -> bool:
+    """Is a filter a function of the variables it reads, so that its outcome
+    can be reused for equal bindings? Not with RAND(), NOW(), UUID(),
+    STRUUID(), BNODE() or a graph pattern (EXISTS) anywhere inside."""
+    if isinstance(expr, FunctionCall) and isinstance(expr.name, str) and expr.name.upper() in _IMPURE:
+        return False
+    if isinstance(expr, (Exists, Aggregate)):
+        return False
+    if isinstance(expr, tuple):
+        return all(map(_pure, expr))
+    if is_dataclass(expr):
+        return all(_pure(getattr(expr, f.name)) for f in fields(expr))
+    return True
 
 
 def _unwind(path: Path) -> tuple[int, ...]:

@@ -1045,3 +1045,28 @@ def test_stateless_closures_are_reentrant() -> None:
     evaluate = compile_expr(parse("CONCAT(STR(?a), '-', STR(?b))"))
     assert evaluate({"a": integer(1), "b": '"x"'}) == '"1-x"'
     assert evaluate({"a": '"y"', "b": "<http://b>"}) == '"y-http://b"'
+
+
+def test_single_variable_sub_expressions_are_memoised_per_term() -> None:
+    evaluate = compile_expr(parse("COALESCE(?x * 2, 0) + ?y"))
+    assert evaluate({"y": integer(1)}) == integer(1)  # ?x unbound: not looked up in the memo
+    assert evaluate({"x": integer(3), "y": integer(1)}) == integer(7)
+    assert evaluate({"x": integer(3), "y": integer(2)}) == integer(8)
+    assert evaluate({"x": "<http://a>", "y": integer(2)}) == integer(2)  # errors are not memoised
+    assert evaluate({"y": integer(5)}) == integer(5)
+    failing = compile_expr(parse("?x * 2"))
+    for _ in range(3):
+        with pytest.raises(ExprError):
+            failing({"x": "<http://a>"})
+    matches = compile_filter(parse("REGEX(?name, '^ali', 'i') && ?n > 1"))
+    assert matches({"name": '"Alice"', "n": integer(2)}) is True
+    assert matches({"name": '"Alice"', "n": integer(0)}) is False
+    assert matches({"name": '"Bob"', "n": integer(2)}) is False
+    assert matches({"n": integer(2)}) is False
+
+
+def test_impure_functions_are_not_memoised() -> None:
+    evaluate = compile_expr(parse("CONCAT(STR(?x), STRUUID())"))
+    assert evaluate({"x": '"a"'}) != evaluate({"x": '"a"'})
+    fresh = compile_expr(parse("IF(BOUND(?x), BNODE(), 1)"))
+    assert fresh({"x": '"a"'}) != fresh({"x": '"a"'})

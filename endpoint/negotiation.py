@@ -1,0 +1,204 @@
+"""Content negotiation: which media type to answer with, and what a request body is.
+
+The answer is chosen by the `format=` parameter if present (a short name such as `csv` or a media
+type; SPARQLWrapper and many SPARQL endpoints use it), otherwise by the Accept header with its
+q-values (RFC 9110 §12.5.1: the most specific range that matches a media type gives its quality).
+Offers are the canonical media types of `rsep.plugin.store.sparql_service`; the aliases below are
+the other names clients use for them, which also differ by what is being offered
+(`application/json` asks for SPARQL JSON results from a SELECT but JSON-LD from a CONSTRUCT).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from flask import request
+
+from rsep.endpoint.errors import BadRequest, NotAcceptable
+
+ALIASES: dict[str, tuple[str, ...]] = {
+    "application/sparql-results+json": ("application/json",),
+    "application/sparql-results+xml": ("application/xml", "text/xml"),
+    "text/turtle": ("application/x-turtle", "application/turtle", "text/n3", "text/rdf+n3"),
+    "application/rdf+xml": ("application/xml", "text/xml"),
+    "application/ld+json": ("application/json", "application/x-json+ld"),
+    "application/n-quads": ("text/x-nquads",),
+    "application/trig": ("application/x-trig",),
+}
+"""Other media types that name a canonical one (`text/n3`: Turtle is a subset of N3)."""
+
+FORMAT_NAMES: dict[str, tuple[str, ...]] = {
+    "json": ("application/sparql-results+json", "application/ld+json"),
+    "srj": ("application/sparql-results+json",),
+    "xml": ("application/sparql-results+xml", "application/rdf+xml"),
+    "srx": ("application/sparql-results+xml",),
+    "csv": ("text/csv",),
+    "tsv": ("text/tab-separated-values",),
+    "turtle": ("text/turtle",),
+    "ttl": ("text/turtle",),
+    "n3": ("text/turtle",),
+    "ntriples": ("application/n-triples",),
+    "n-triples": ("application/n-triples",),
+    "nt": ("application/n-triples",),
+    "rdfxml": ("application/rdf+xml",),
+    "rdf+xml": ("application/rdf+xml",),
+    "rdf": ("application/rdf+xml",),
+    "jsonld": ("application/ld+json",),
+    "json-ld": ("application/ld+json",),
+    "nquads": ("application/n-quads",),
+    "n-quads": ("application/n-quads",),
+    "nq": ("application/n-quads",),
+    "trig": ("application/trig",),
+}
+"""`format=` values, each with the media types it may mean, tried in order against the offers."""
+
+
+@dataclass(frozen=True, slots=True)
+class MediaRange:
+    """One element of an Accept header: `type/subtype` (either may be `*`) and its quality."""
+
+    type: str
+    subtype: str
+    q: float = 1.0
+
+    def specificity(self, media_type: str) -> int | None:
+        """2 for an exact match, 1 for `type/*`, 0 for `*/*`, None if the range does not match."""
+        kind, _, sub = media_type.partition("/")
+        if self.type == "*":
+            return 0
+        if self.type != kind:
+            return None
+        if self.subtype == "*":
+            return 1
+        return 2 if self.subtype == sub else None
+
+
+ANYTHING = (MediaRange("*", "*"),)
+
+
+def parse_accept(header: str | None) -> tuple[MediaRange, ...]:
+    """The ranges of an Accept header; no header (or an empty one) accepts anything.
+    Malformed elements are ignored, as browsers and proxies send odd ones."""
+    if header is None or not header.strip():
+        return ANYTHING
+    ranges = []
+    for element in header.split(","):
+        parsed = _media_range(element)
+        if parsed is not None:
+            ranges.append(parsed)
+    return tuple(ranges)
+
+
+def _media_range(element: str) -> MediaRange | None:
+    essence, *params = (part.strip() for part in element.split(";"))
+    kind, slash, sub = essence.lower().partition("/")
+    if not slash or not kind or not sub or (kind == "*" and sub != "*"):
+        return None
+    q = 1.0
+    for param in params:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "q":
+            try:
+                q = min(max(float(value.strip()), 0.0), 1.0)
+            except ValueError:
+                return None
+    return MediaRange(kind, sub, q)
+
+
+def quality(media_type: str, ranges: Sequence[MediaRange]) -> tuple[float, int]:
+    """(q, specificity) the ranges give a media type or one of its aliases: the most specific
+    matching range decides, so `text/*;q=0, text/csv` accepts CSV and nothing else of text/."""
+    best = (0.0, -1)
+    for name in (media_type, *ALIASES.get(media_type, ())):
+        matches = [(spec, r.q) for r in ranges if (spec := r.specificity(name)) is not None]
+        if matches:
+            spec, q = max(matches, key=lambda m: m[0])
+            best = max(best, (q, spec))
+    return best
+
+
+def choose(offers: Sequence[str], ranges: Sequence[MediaRange]) -> str | None:
+    """The offer with the highest quality (ties: the more specific match, then our order)."""
+    scored = [(quality(offer, ranges), -index, offer) for index, offer in enumerate(offers)]
+    (q, _), _, offer = max(scored)
+    return offer if q > 0 else None
+
+
+def by_format_name(value: str, offers: Sequence[str]) -> str | None:
+    """The offer a `format=` value means: a short name or a media type (or one of its aliases)."""
+    value = value.strip().lower()
+    candidates = FORMAT_NAMES.get(value) or (value.split(";")[0].strip(),)
+    for candidate in candidates:
+        found = canonical(candidate, offers)
+        if found is not None:
+            return found
+    return None
+
+
+def canonical(media_type: str, offers: Sequence[str]) -> str | None:
+    """The offer that `media_type` (an essence, no parameters) names directly or as an alias."""
+    for offer in offers:
+        if media_type == offer or media_type in ALIASES.get(offer, ()):
+            return offer
+    return None
+
+
+def is_known_format_name(value: str) -> bool:
+    value = value.strip().lower()
+    return value in FORMAT_NAMES or "/" in value
+
+
+def negotiate(offers: Sequence[str], *, accept: str | None, format_value: str | None) -> str:
+    """The media type to answer with; 400 for an unknown `format=`, 406 when nothing fits."""
+    available = ", ".join(offers)
+    if format_value is not None:
+        if not is_known_format_name(format_value):
+            raise BadRequest(f"unknown format {format_value!r}; use one of {available}", parameter="format")
+        found = by_format_name(format_value, offers)
+        if found is None:
+            raise NotAcceptable(f"format={format_value} is not available here; available: {available}")
+        return found
+    chosen = choose(offers, parse_accept(accept))
+    if chosen is None:
+        raise NotAcceptable(f"cannot answer in any media type of Accept: {accept}; available: {available}")
+    return chosen
+
+
+def negotiate_request(offers: Sequence[str]) -> str:
+    """`negotiate` for the current request (`format` from the URL or a form body)."""
+    values = request.values.getlist("format")
+    if len(values) > 1:
+        raise BadRequest("given more than once", parameter="format")
+    return negotiate(offers, accept=request.headers.get("Accept"), format_value=values[0] if values else None)
+
+
+def content_type(media_type: str) -> str:
+    """The Content-Type header for a media type we produce: text types say their charset."""
+    if media_type.startswith("text/") and "charset" not in media_type:
+        return f"{media_type}; charset=utf-8"
+    return media_type
+
+
+@dataclass(frozen=True, slots=True)
+class ContentType:
+    """A request's Content-Type: the essence (lowercase, no parameters) and its charset, if any."""
+
+    media_type: str
+    charset: str | None = None
+
+    @property
+    def utf8(self) -> bool:
+        return self.charset is None or self.charset.lower().replace("_", "-") in ("utf-8", "utf8")
+
+
+def parse_content_type(header: str | None) -> ContentType | None:
+    if header is None or not header.strip():
+        return None
+    essence, *params = (part.strip() for part in header.split(";"))
+    charset = None
+    for param in params:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset":
+            charset = value.strip().strip('"')
+    return ContentType(essence.lower(), charset)

@@ -1,0 +1,125 @@
+"""The streaming side of the application: the event log, the registry of
+continuous queries and the engine that runs them, shared by /streams and
+/queries.
+
+`init_app` creates them from the configuration:
+
+- `RSEP_ENGINE`: `inprocess`, or `spark` (until the Spark streaming engine is
+  registered in `ENGINES`, `spark` runs the in-process engine, with a warning);
+- `RSEP_START_STREAMING` (default True): start the engine with the app;
+- `RSEP_CHECKPOINT_INTERVAL` (seconds, default 1.0; 0 checkpoints after
+  every batch) and `RSEP_SSE_HEARTBEAT` (seconds, default 15).
+
+It appends the engine's `stop` to `app.extensions["rsep.shutdown"]`, which
+`rsep serve` calls on SIGTERM. It is called by `streams.init_app`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from flask import Flask, current_app
+
+from rsep.endpoint.resources import Resources
+from rsep.grammar import parse_event_query
+from rsep.plugin.algebra.events import ConsumptionPolicy
+from rsep.plugin.compile.plan import QueryPlan, compile_query
+from rsep.plugin.log import EventLog
+from rsep.plugin.service.checkpoint import CheckpointStore
+from rsep.plugin.service.engine import StreamingEngine
+from rsep.plugin.service.inprocess import InProcessEngine
+from rsep.plugin.service.registry import RegisteredQuery, Registry
+from rsep.plugin.store.gpm import GpmEvaluator
+from rsep.plugin.store.matches import OxigraphMatchSink
+
+EXTENSION = "rsep.streaming"
+SHUTDOWN = "rsep.shutdown"
+STOP_TIMEOUT = 30.0
+
+
+@dataclass
+class Streaming:
+    log: EventLog
+    registry: Registry
+    checkpoints: CheckpointStore
+    sink: OxigraphMatchSink
+    engine: StreamingEngine
+    heartbeat: float
+    ingest_lock: threading.Lock = field(default_factory=threading.Lock)
+    """Serialises ingest requests (arrival times and blank-node scopes need the log's state)."""
+
+
+@dataclass(frozen=True)
+class EngineParts:
+    """What an engine factory gets to build an engine from."""
+
+    app: Flask
+    resources: Resources
+    log: EventLog
+    registry: Registry
+    checkpoints: CheckpointStore
+    sink: OxigraphMatchSink
+
+
+def _inprocess(parts: EngineParts) -> StreamingEngine:
+    kb = parts.resources.kb
+    return InProcessEngine(
+        parts.log,
+        parts.registry,
+        parts.checkpoints,
+        parts.sink,
+        compile_registered,
+        lambda plan: GpmEvaluator(plan.gpms, kb),
+        checkpoint_interval=float(parts.app.config.get("RSEP_CHECKPOINT_INTERVAL", 1.0)),
+    )
+
+
+ENGINES: dict[str, Callable[[EngineParts], StreamingEngine]] = {"inprocess": _inprocess}
+"""Engine name (RSEP_ENGINE) -> factory. The Spark streaming engine adds `spark`."""
+
+
+def init_app(app: Flask) -> None:
+    found: Resources = app.extensions["rsep"]
+    data = found.data_dir
+    log = EventLog(data / "log")
+    registry = Registry(data / "queries")
+    checkpoints = CheckpointStore(data / "checkpoints")
+    sink = OxigraphMatchSink(found.kb)
+    engine = _make_engine(EngineParts(app, found, log, registry, checkpoints, sink))
+    heartbeat = float(app.config.get("RSEP_SSE_HEARTBEAT", 15.0))
+    app.extensions[EXTENSION] = Streaming(log, registry, checkpoints, sink, engine, heartbeat)
+    app.extensions.setdefault(SHUTDOWN, []).append(lambda: engine.stop(STOP_TIMEOUT))
+    if app.config.get("RSEP_START_STREAMING", True):
+        engine.start()
+
+
+def _make_engine(parts: EngineParts) -> StreamingEngine:
+    name = str(parts.app.config.get("RSEP_ENGINE", "inprocess"))
+    factory = ENGINES.get(name)
+    if factory is None and name == "spark":
+        parts.app.logger.warning("no Spark streaming engine yet: continuous queries run in-process")
+        factory = ENGINES["inprocess"]
+    if factory is None:
+        raise ValueError(f"RSEP_ENGINE: unknown engine {name!r} (known: {', '.join(sorted(ENGINES))})")
+    return factory(parts)
+
+
+def streaming() -> Streaming:
+    found: Streaming = current_app.extensions[EXTENSION]
+    return found
+
+
+def compile_text(text: str, *, dialect: str | None = None, policy: str | None = None) -> QueryPlan:
+    """Parse and compile a continuous query; raises `SparqlSyntaxError` (with
+    the position, source `query`), `CompileError` or `ValueError`."""
+    query = parse_event_query(text, source="query", dialect=dialect)
+    if policy is not None:
+        query = replace(query, consumption=ConsumptionPolicy(policy))
+    return compile_query(query)
+
+
+def compile_registered(query: RegisteredQuery) -> QueryPlan:
+    """The engine's `QueryCompiler`: a registration compiled as it was registered."""
+    return compile_text(query.text, dialect=query.dialect, policy=query.options.get("policy"))

@@ -1,0 +1,321 @@
+"""The in-process streaming engine: one background thread runs every
+registered query over the event log (the `StreamingEngine` protocol).
+
+The thread wakes when the endpoint reports appended events (`notify`) or
+after `poll_interval`. Queries that reached the same log position share one
+read of the new records; each one's `QueryRunner.step` turns them into match
+graphs, which the sink writes (one transaction per query and batch, existing
+graphs skipped) before the created ones are published to listeners. Every
+`checkpoint_interval` seconds (0: after every batch) the sink is flushed and
+each runner that moved is checkpointed, so a checkpoint never covers a graph
+that is not durable. After a crash the queries resume from their checkpoints
+and replay the rest of the log; the replayed graphs exist already, so they
+are neither written nor pushed again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+
+from rsep.plugin.log import EventLog, LogRecord
+from rsep.plugin.service.checkpoint import CheckpointStore
+from rsep.plugin.service.engine import (
+    FAILED,
+    RUNNING,
+    WAITING,
+    EvaluatorFactory,
+    MatchSink,
+    QueryCompiler,
+    QueryProgress,
+)
+from rsep.plugin.service.listeners import MatchListeners
+from rsep.plugin.service.registry import ACTIVE, QUERY_IRI_PREFIX, RegisteredQuery, Registry
+from rsep.plugin.service.runner import QueryRunner
+
+logger = logging.getLogger("rsep.service")
+
+
+@dataclass(slots=True)
+class _Slot:
+    """A registered query as the engine holds it."""
+
+    query: RegisteredQuery
+    runner: QueryRunner | None
+    error: str | None = None
+    removed: bool = False
+    dirty: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class InProcessEngine:
+    """`StreamingEngine` on a thread of this process."""
+
+    def __init__(
+        self,
+        log: EventLog,
+        registry: Registry,
+        checkpoints: CheckpointStore,
+        sink: MatchSink,
+        compiler: QueryCompiler,
+        evaluators: EvaluatorFactory,
+        *,
+        checkpoint_interval: float = 1.0,
+        poll_interval: float = 1.0,
+        max_batch: int = 10_000,
+        clock: Callable[[], str] | None = None,
+        listeners: MatchListeners | None = None,
+    ) -> None:
+        self.log = log
+        self.registry = registry
+        self.checkpoints = checkpoints
+        self.sink = sink
+        self.compiler = compiler
+        self.evaluators = evaluators
+        self.checkpoint_interval = checkpoint_interval
+        self.poll_interval = poll_interval
+        self.max_batch = max_batch
+        self.clock = clock
+        self.listeners = listeners if listeners is not None else MatchListeners()
+        self._slots: dict[str, _Slot] = {}
+        self._lock = threading.Lock()
+        self._work = threading.RLock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._loaded = False
+        self._last_checkpoint = time.monotonic()
+        self._tail = _Tail(max_batch * 4)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self.load()
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._loop, name="rsep-inprocess-engine", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        self._stopping.set()
+        self._wake.set()
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+            if thread.is_alive():
+                logger.warning("the streaming engine did not stop within %s s; no final checkpoint", timeout)
+        else:
+            with self._work:
+                self._checkpoint(force=True)
+        self._thread = None
+        self.listeners.close()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def load(self) -> None:
+        """Resume every registered query from its checkpoint (once)."""
+        with self._work:
+            if self._loaded:
+                return
+            for query in self.registry.all():
+                with self._lock:
+                    known = query.id in self._slots
+                if not known:
+                    self._add(self._resume(query))
+            self._loaded = True
+
+    # ------------------------------------------------------------------ queries
+
+    def register(self, query: RegisteredQuery) -> None:
+        plan = self.compiler(query)
+        runner = QueryRunner(query, plan, self.evaluators(plan), clock=self.clock)
+        self._add(_Slot(query, runner, dirty=True))
+        self._wake.set()
+
+    def unregister(self, query_id: str, *, purge: bool = False) -> None:
+        with self._lock:
+            slot = self._slots.pop(query_id, None)
+        if slot is not None:
+            with slot.lock:  # waits for a step of this query in progress
+                slot.removed = True
+        self.checkpoints.remove(query_id)
+        self.listeners.close(query_id)
+        if purge:
+            self.sink.purge(QUERY_IRI_PREFIX + query_id)
+
+    def notify(self, records: Sequence[LogRecord]) -> None:
+        self._tail.add(records)
+        self._wake.set()
+
+    def progress(self, query_id: str) -> QueryProgress | None:
+        with self._lock:
+            slot = self._slots.get(query_id)
+        if slot is None:
+            return None
+        runner = slot.runner
+        position = runner.position if runner is not None else slot.query.start
+        events = runner.state.event_count if runner is not None else 0
+        matches = runner.state.match_count if runner is not None else 0
+        state = FAILED if slot.error else RUNNING if self.running else WAITING
+        return QueryProgress(state, position, events, matches, slot.error)
+
+    # ------------------------------------------------------------------ work
+
+    def drain(self) -> None:
+        """Process until every query has read the whole log (checkpointing
+        when due): what the thread does on each wake-up; tests call it too."""
+        with self._work:
+            self.load()
+            while not self._stopping.is_set() and self._run_once():
+                self._checkpoint()
+            self._checkpoint()
+
+    def _loop(self) -> None:
+        while not self._stopping.is_set():
+            self._wake.clear()
+            try:
+                self.drain()
+            except Exception:  # a bug outside any one query: keep the engine alive
+                logger.exception("the streaming engine failed a cycle")
+            self._wake.wait(self._sleep_time())
+        with self._work:
+            self._checkpoint(force=True)
+
+    def _sleep_time(self) -> float:
+        if any(s.dirty for s in self._healthy()):
+            remaining = self.checkpoint_interval - (time.monotonic() - self._last_checkpoint)
+            return max(0.01, min(self.poll_interval, remaining))
+        return self.poll_interval
+
+    def _run_once(self) -> bool:
+        """One batch for every query behind the log's end; True if any moved."""
+        end = self.log.next_position
+        by_position: dict[int, list[_Slot]] = defaultdict(list)
+        for slot in self._healthy():
+            assert slot.runner is not None
+            if slot.runner.position < end:
+                by_position[slot.runner.position].append(slot)
+        moved = False
+        for position, slots in sorted(by_position.items()):
+            records = self._read(position, min(end, position + self.max_batch))
+            for slot in slots:
+                moved = self._step(slot, records) or moved
+        positions = [s.runner.position for s in self._healthy() if s.runner is not None]
+        self._tail.trim(min(positions, default=end))
+        return moved
+
+    def _step(self, slot: _Slot, records: list[LogRecord]) -> bool:
+        with slot.lock:
+            runner = slot.runner
+            if slot.removed or slot.error or runner is None or not records:
+                return False
+            todo = records[runner.position - records[0].position :]
+            if not todo:
+                return False
+            try:
+                created = self.sink.write(runner.step(todo))
+            except Exception as error:
+                self._fail(slot, error)
+                return False
+            runner.created(len(created))
+            slot.dirty = True
+        self.listeners.publish(slot.query.id, [g.record() for g in created])
+        return True
+
+    def _checkpoint(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_checkpoint < self.checkpoint_interval:
+            return
+        dirty = [s for s in self._healthy() if s.dirty]
+        if dirty:
+            self.sink.flush()  # the checkpoint must not cover graphs that are not durable
+            for slot in dirty:
+                with slot.lock:
+                    if slot.removed or slot.error or slot.runner is None:
+                        continue
+                    self.checkpoints.save(slot.query.id, slot.runner.snapshot())
+                    slot.dirty = False
+        self._last_checkpoint = now
+
+    def _read(self, start: int, end: int) -> list[LogRecord]:
+        cached = self._tail.get(start, end)
+        return cached if cached is not None else list(self.log.read(start, end))
+
+    # ------------------------------------------------------------------ slots
+
+    def _resume(self, query: RegisteredQuery) -> _Slot:
+        try:
+            plan = self.compiler(query)
+            snapshot = self.checkpoints.load(query.id)
+            try:
+                runner = QueryRunner.restore(query, plan, self.evaluators(plan), snapshot, self.clock)
+            except Exception:
+                logger.exception("query %s: unreadable checkpoint, replaying from its start", query.id)
+                runner = QueryRunner(query, plan, self.evaluators(plan), clock=self.clock)
+            # graphs created after the checkpoint are not replayed as new: count what exists
+            runner.state.match_count = self.sink.count(query.iri)
+        except Exception as error:
+            slot = _Slot(query, None)
+            self._fail(slot, error)
+            return slot
+        if query.status != ACTIVE:
+            self.registry.set_status(query.id, ACTIVE)
+        return _Slot(query, runner)
+
+    def _add(self, slot: _Slot) -> None:
+        with self._lock:
+            self._slots[slot.query.id] = slot
+
+    def _healthy(self) -> list[_Slot]:
+        with self._lock:
+            return [s for s in self._slots.values() if s.error is None and s.runner is not None]
+
+    def _fail(self, slot: _Slot, error: Exception) -> None:
+        slot.error = f"{type(error).__name__}: {error}"
+        logger.error("query %s failed: %s", slot.query.id, slot.error, exc_info=error)
+        self.registry.set_status(slot.query.id, FAILED, slot.error)
+
+
+class _Tail:
+    """The records the endpoint just appended, so that queries at the head of
+    the log do not re-read (and re-decode) the log's segment files."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._records: deque[LogRecord] = deque()
+        self._lock = threading.Lock()
+
+    def add(self, records: Sequence[LogRecord]) -> None:
+        if not records:
+            return
+        with self._lock:
+            end = self._records[-1].position + 1 if self._records else None
+            if end is not None and records[0].position < end:
+                return
+            if end is not None and records[0].position > end:
+                self._records.clear()  # a gap (appends reported out of order): start afresh
+            self._records.extend(records)
+            while len(self._records) > self.limit:
+                self._records.popleft()
+
+    def get(self, start: int, end: int) -> list[LogRecord] | None:
+        with self._lock:
+            if not self._records:
+                return None
+            first = self._records[0].position
+            if start < first or end > self._records[-1].position + 1:
+                return None
+            return list(islice(self._records, start - first, end - first))
+
+    def trim(self, position: int) -> None:
+        with self._lock:
+            while self._records and self._records[0].position < position:
+                self._records.popleft()

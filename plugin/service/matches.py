@@ -1,0 +1,182 @@
+"""Matches as named graphs (docs/endpoint.md, "Results").
+
+Each match of a continuous query is one named graph G whose IRI is derived
+from the query id, the contributing events' log positions and the solution
+mapping, so the same match always gets the same graph (writes are
+idempotent). G holds the solution in the W3C result-set vocabulary (SELECT)
+or the instantiated template (CONSTRUCT); the graph `urn:rsep:matches` holds
+what is known about G: the query that generated it, start and end (typed as
+the input wrote them), detection time and the events it was derived from.
+
+Everything here is text (N-Triples terms, N-Quads): the store adapter parses it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from rsep.plugin.algebra.events import ConstructForm, QueryForm
+from rsep.plugin.algebra.sparql import XSD, BNode, TriplePattern, Var
+from rsep.plugin.events import XSD_DATETIME, Timestamp
+from rsep.plugin.nfa.runtime import Match
+from rsep.plugin.terms import iri_nt, literal_nt, term_to_nt
+
+RSEP = "https://w3id.org/rsep#"
+RS = "http://www.w3.org/2001/sw/DataAccess/tests/result-set#"
+PROV = "http://www.w3.org/ns/prov#"
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+MATCHES_GRAPH = "urn:rsep:matches"
+MATCH_IRI_PREFIX = "urn:rsep:match:"
+EVENT_IRI_PREFIX = "urn:rsep:event:"
+_HASH_CHARS = 32
+
+
+@dataclass(frozen=True, slots=True)
+class EventRef:
+    """What a match graph says about a contributing event."""
+
+    position: int
+    name: str
+    """The graph name as ingested (N-Triples text of an IRI or blank node)."""
+    time: Timestamp
+
+    @property
+    def iri(self) -> str:
+        """The event graph's IRI, or `urn:rsep:event:<position>` for a blank node."""
+        if self.name.startswith("<") and self.name.endswith(">"):
+            return self.name[1:-1]
+        return f"{EVENT_IRI_PREFIX}{self.position}"
+
+
+@dataclass(frozen=True, slots=True)
+class MatchGraph:
+    """One match, ready to be written as a named graph."""
+
+    iri: str
+    query_iri: str
+    start: Timestamp
+    end: Timestamp
+    detected: str
+    """Detection time, an xsd:dateTime lexical form."""
+    derived_from: tuple[str, ...]
+    variables: tuple[str, ...]
+    bindings: Mapping[str, str]
+    """The projected solution: variable -> N-Triples term (unbound ones absent)."""
+    triples: tuple[tuple[str, str, str], ...] | None = None
+    """CONSTRUCT: the instantiated template (N-Triples terms); None for SELECT."""
+
+    def record(self) -> dict[str, object]:
+        """The JSON object pushed to listeners: `rsep run`'s jsonl line plus the graph."""
+        return {"start": self.start.json(), "end": self.end.json(), "bindings": dict(self.bindings),
+                "graph": self.iri}  # fmt: skip
+
+    def nquads(self) -> str:
+        """The graph's content and its metadata in `urn:rsep:matches`, as N-Quads."""
+        return "".join(self._content()) + "".join(self._metadata())
+
+    def _content(self) -> Iterator[str]:
+        graph = iri_nt(self.iri)
+        if self.triples is not None:
+            for s, p, o in self.triples:
+                yield f"{s} {p} {o} {graph} .\n"
+            return
+        label = f"_:m{self._label()}"
+        rs = f"{label}rs"
+        solution = f"{label}s"
+        yield f"{rs} <{RDF_TYPE}> <{RS}ResultSet> {graph} .\n"
+        for name in self.variables:
+            yield f"{rs} <{RS}resultVariable> {literal_nt(name)} {graph} .\n"
+        yield f"{rs} <{RS}solution> {solution} {graph} .\n"
+        for index, name in enumerate(n for n in self.variables if n in self.bindings):
+            binding = f"{label}b{index}"
+            yield f"{solution} <{RS}binding> {binding} {graph} .\n"
+            yield f"{binding} <{RS}variable> {literal_nt(name)} {graph} .\n"
+            yield f"{binding} <{RS}value> {self.bindings[name]} {graph} .\n"
+
+    def _metadata(self) -> Iterator[str]:
+        subject = iri_nt(self.iri)
+        graph = iri_nt(MATCHES_GRAPH)
+        yield f"{subject} <{RDF_TYPE}> <{RSEP}Match> {graph} .\n"
+        yield f"{subject} <{PROV}wasGeneratedBy> {iri_nt(self.query_iri)} {graph} .\n"
+        yield f"{subject} <{RSEP}start> {timestamp_nt(self.start)} {graph} .\n"
+        yield f"{subject} <{RSEP}end> {timestamp_nt(self.end)} {graph} .\n"
+        yield f"{subject} <{PROV}generatedAtTime> {literal_nt(self.detected, XSD_DATETIME)} {graph} .\n"
+        for event in self.derived_from:
+            yield f"{subject} <{PROV}wasDerivedFrom> {iri_nt(event)} {graph} .\n"
+
+    def _label(self) -> str:
+        return self.iri.rsplit(":", 1)[-1]
+
+
+def match_iri(query_id: str, match: Match) -> str:
+    """`urn:rsep:match:<query id>:<hash>` of the events and the mapping."""
+    key = json.dumps([query_id, list(match.events), sorted(match.mapping.items())], ensure_ascii=False)
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:_HASH_CHARS]
+    return f"{MATCH_IRI_PREFIX}{query_id}:{digest}"
+
+
+def match_graph(
+    query_id: str,
+    query_iri: str,
+    match: Match,
+    events: Sequence[EventRef],
+    variables: Sequence[str],
+    bindings: Mapping[str, str],
+    detected: str,
+    form: QueryForm,
+) -> MatchGraph:
+    """The graph of one projected match; `events` in the match's order."""
+    iri = match_iri(query_id, match)
+    derived = tuple(dict.fromkeys(e.iri for e in events))
+    triples = None
+    if isinstance(form, ConstructForm):
+        triples = instantiate(form.template, match.mapping, iri.rsplit(":", 1)[-1])
+    return MatchGraph(iri, query_iri, events[0].time, events[-1].time, detected, derived,
+                      tuple(variables), dict(bindings), triples)  # fmt: skip
+
+
+def instantiate(
+    template: Sequence[TriplePattern], mapping: Mapping[str, str], label: str
+) -> tuple[tuple[str, str, str], ...]:
+    """CONSTRUCT's template under a mapping (SPARQL 1.1 §16.2): triples with an
+    unbound variable or an invalid term position are left out; template blank
+    nodes are fresh per match."""
+    out: dict[tuple[str, str, str], None] = {}
+    for pattern in template:
+        s = _instantiate(pattern.subject, mapping, label)
+        p = _instantiate(pattern.predicate, mapping, label)
+        o = _instantiate(pattern.object, mapping, label)
+        if s is None or p is None or o is None or s.startswith('"') or not p.startswith("<"):
+            continue
+        out[(s, p, o)] = None
+    return tuple(out)
+
+
+def _instantiate(term: object, mapping: Mapping[str, str], label: str) -> str | None:
+    if isinstance(term, Var):
+        return mapping.get(term.name)
+    if isinstance(term, BNode):
+        return f"_:m{label}t{re.sub(r'[^A-Za-z0-9]', '', term.label)}"
+    try:
+        return term_to_nt(term)  # type: ignore[arg-type]
+    except TypeError:  # a property path: not allowed in a template
+        return None
+
+
+def timestamp_nt(time: Timestamp) -> str:
+    """A timestamp as a typed literal: xsd:dateTime, or the number's datatype
+    as its lexical form reads (integer, decimal or double)."""
+    if not time.numeric:
+        return literal_nt(time.lexical, XSD_DATETIME)
+    lexical = time.lexical.strip()
+    if re.fullmatch(r"[+-]?\d+", lexical):
+        datatype = "integer"
+    elif re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+)", lexical):
+        datatype = "decimal"
+    else:
+        datatype = "double"
+    return literal_nt(lexical, XSD + datatype)

@@ -1,0 +1,154 @@
+"""Registered continuous queries, one JSON file each under `DATA/queries/`.
+
+A registration is the query text plus what is needed to compile it the same
+way again after a restart (dialect, options) and where in the event log it
+starts. Files are written atomically (temporary file, fsync, rename, fsync of
+the folder), so a crash leaves either the old or the new registration.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+QUERY_IRI_PREFIX = "urn:rsep:query:"
+ACTIVE = "active"
+FAILED = "failed"
+_ID = re.compile(r"^[0-9a-f]{16}$")
+
+
+@dataclass(frozen=True, slots=True)
+class RegisteredQuery:
+    """A continuous query as registered. `start` is the log position of the
+    first event it reads; `status` is `active` or `failed` (with `error`)."""
+
+    id: str
+    text: str
+    dialect: str
+    streams: tuple[str, ...]
+    start: int
+    created: str
+    options: Mapping[str, str] = field(default_factory=dict)
+    status: str = ACTIVE
+    error: str | None = None
+
+    @property
+    def iri(self) -> str:
+        return QUERY_IRI_PREFIX + self.id
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["streams"] = list(self.streams)
+        data["options"] = dict(self.options)
+        data["iri"] = self.iri
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RegisteredQuery:
+        return cls(
+            id=str(data["id"]),
+            text=str(data["text"]),
+            dialect=str(data["dialect"]),
+            streams=tuple(str(s) for s in data["streams"]),
+            start=int(data["start"]),
+            created=str(data["created"]),
+            options={str(k): str(v) for k, v in dict(data.get("options", {})).items()},
+            status=str(data.get("status", ACTIVE)),
+            error=None if data.get("error") is None else str(data["error"]),
+        )
+
+
+def is_query_id(text: str) -> bool:
+    return bool(_ID.match(text))
+
+
+class Registry:
+    """The registered queries of one data directory (thread-safe)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+
+    def create(
+        self, text: str, dialect: str, streams: tuple[str, ...], start: int, options: Mapping[str, str]
+    ) -> RegisteredQuery:
+        """Persist a new registration under a fresh id."""
+        with self._lock:
+            query_id = secrets.token_hex(8)
+            while self._path(query_id).exists():
+                query_id = secrets.token_hex(8)
+            created = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            query = RegisteredQuery(query_id, text, dialect, streams, start, created, dict(options))
+            self._write(query)
+            return query
+
+    def get(self, query_id: str) -> RegisteredQuery | None:
+        if not is_query_id(query_id):
+            return None
+        try:
+            data = json.loads(self._path(query_id).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        return RegisteredQuery.from_json(data)
+
+    def all(self) -> list[RegisteredQuery]:
+        """Every registration, oldest first."""
+        found = [self.get(path.stem) for path in self.directory.glob("*.json")]
+        return sorted((q for q in found if q is not None), key=lambda q: (q.created, q.id))
+
+    def set_status(self, query_id: str, status: str, error: str | None = None) -> RegisteredQuery | None:
+        with self._lock:
+            query = self.get(query_id)
+            if query is None:
+                return None
+            if (query.status, query.error) != (status, error):
+                query = replace(query, status=status, error=error)
+                self._write(query)
+            return query
+
+    def remove(self, query_id: str) -> bool:
+        with self._lock:
+            if not is_query_id(query_id):
+                return False
+            try:
+                self._path(query_id).unlink()
+            except FileNotFoundError:
+                return False
+            fsync_directory(self.directory)
+            return True
+
+    def _path(self, query_id: str) -> Path:
+        return self.directory / f"{query_id}.json"
+
+    def _write(self, query: RegisteredQuery) -> None:
+        text = json.dumps(query.to_json(), ensure_ascii=False, indent=2) + "\n"
+        write_atomically(self._path(query.id), text.encode("utf-8"))
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so that a crash leaves the old file or the new
+    one, never a mix: temporary file, fsync, rename, fsync of the folder."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    fsync_directory(path.parent)
+
+
+def fsync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

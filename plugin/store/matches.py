@@ -1,0 +1,71 @@
+"""Writing match graphs into the endpoint's Oxigraph store (a `MatchSink`).
+
+A batch's new graphs go in with ONE `Store.extend` call, which Oxigraph runs
+as a single transaction: readers see all of a batch's matches or none, and a
+crash cannot leave half a graph. A graph that already exists is skipped, so
+writing a match twice (a batch replayed after a crash) creates nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import pyoxigraph as ox
+
+from rsep.plugin.service.matches import MATCHES_GRAPH, PROV, MatchGraph
+from rsep.plugin.store.gpm import KnowledgeBase
+
+_MATCHES = ox.NamedNode(MATCHES_GRAPH)
+_GENERATED_BY = ox.NamedNode(PROV + "wasGeneratedBy")
+
+
+class OxigraphMatchSink:
+    """Match graphs into the knowledge base's store (it is the endpoint's one
+    store), moving the knowledge base's version on so that cached background
+    answers that may read match graphs are refreshed."""
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.kb = kb
+        self._lock = threading.Lock()
+
+    def write(self, graphs: Sequence[MatchGraph]) -> list[MatchGraph]:
+        store = self.kb.store
+        with self._lock:
+            fresh: dict[str, MatchGraph] = {}
+            for graph in graphs:
+                if graph.iri not in fresh and not store.contains_named_graph(ox.NamedNode(graph.iri)):
+                    fresh[graph.iri] = graph
+            if not fresh:
+                return []
+            text = "".join(graph.nquads() for graph in fresh.values())
+            store.extend(ox.parse(text, ox.RdfFormat.N_QUADS))
+        self.kb.touch()
+        return list(fresh.values())
+
+    def exists(self, iri: str) -> bool:
+        return self.kb.store.contains_named_graph(ox.NamedNode(iri))
+
+    def count(self, query_iri: str) -> int:
+        """How many match graphs a query has generated."""
+        pattern = self.kb.store.quads_for_pattern(None, _GENERATED_BY, ox.NamedNode(query_iri), _MATCHES)
+        return sum(1 for _ in pattern)
+
+    def flush(self) -> None:
+        self.kb.store.flush()
+
+    def purge(self, query_iri: str) -> int:
+        """Remove a query's match graphs and their metadata (graph by graph:
+        an interrupted purge can be run again)."""
+        store = self.kb.store
+        with self._lock:
+            pattern = store.quads_for_pattern(None, _GENERATED_BY, ox.NamedNode(query_iri), _MATCHES)
+            names = [quad.subject for quad in pattern]
+            for name in names:
+                assert isinstance(name, ox.NamedNode)
+                store.remove_graph(name)
+                for quad in list(store.quads_for_pattern(name, None, None, _MATCHES)):
+                    store.remove(quad)
+        if names:
+            self.kb.touch()
+        return len(names)

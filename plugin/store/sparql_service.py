@@ -1,0 +1,247 @@
+"""The Oxigraph side of the SPARQL 1.1 Protocol and the Graph Store HTTP Protocol.
+
+The HTTP edge (`rsep.endpoint`) speaks media types and IRIs as strings; this module turns them
+into pyoxigraph formats and terms, runs queries and updates on the one store of the process, and
+reads and writes whole graphs. Results are always serialised by pyoxigraph (`QueryResultsFormat`,
+`RdfFormat`), never by hand.
+
+Writes that are more than one store call (replacing a graph is "clear, then extend") run under
+one process-wide lock, so two writers cannot interleave and "did the graph exist?" answers stay
+true until the write is done. A payload is parsed completely before the store is touched, so a
+malformed body changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pyoxigraph as ox
+
+GraphName = str | None
+"""A graph of the store: a named graph's IRI, or None for the default graph."""
+
+RESULT_MEDIA_TYPES = (
+    "application/sparql-results+json",
+    "application/sparql-results+xml",
+    "text/csv",
+    "text/tab-separated-values",
+)
+"""Media types of SELECT results, in the order of preference when the client has none."""
+BOOLEAN_MEDIA_TYPES = RESULT_MEDIA_TYPES[:2]
+"""ASK results: CSV and TSV are defined for solution sequences only."""
+GRAPH_MEDIA_TYPES = (
+    "text/turtle",
+    "application/n-triples",
+    "application/rdf+xml",
+    "application/ld+json",
+    "application/n-quads",
+    "application/trig",
+)
+"""Media types of RDF graphs (CONSTRUCT, DESCRIBE, GET of one graph)."""
+GRAPH_PAYLOAD_MEDIA_TYPES = GRAPH_MEDIA_TYPES[:4]
+"""What a PUT or POST of one graph may carry: formats without named graphs, and JSON-LD."""
+DATASET_MEDIA_TYPES = ("application/trig", "application/n-quads", "application/ld+json")
+"""Media types of a whole dataset (GET or POST of the graph store itself)."""
+
+_write_lock = threading.Lock()
+
+
+class ServiceError(ValueError):
+    """A request the store cannot carry out as asked: bad data or a rejected query."""
+
+    def __init__(self, message: str, *, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
+        self.message, self.line, self.column = message, line, column
+
+
+class PayloadError(ServiceError):
+    """An RDF payload that does not parse (line and column when the parser reports them)."""
+
+
+class EvaluationError(ServiceError):
+    """A query or update that Oxigraph rejects although it passed our grammar."""
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    """An RDF dataset given by the protocol (default-graph-uri / named-graph-uri, or the
+    using-* parameters of an update): it replaces the one the query names, if any."""
+
+    default_graphs: tuple[str, ...] = ()
+    named_graphs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Payload:
+    """A request body: its bytes and media type (without parameters)."""
+
+    data: bytes
+    media_type: str
+
+
+def is_absolute_iri(text: str) -> bool:
+    """Whether `text` can name a graph: an absolute IRI as Oxigraph validates it."""
+    try:
+        ox.NamedNode(text)
+    except ValueError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- queries and updates
+
+
+def run_query(
+    store: ox.Store, text: str, *, media_type: str, base_iri: str | None, dataset: Dataset | None = None
+) -> bytes:
+    """Run a query (its text as the client sent it) and serialise the result as `media_type`,
+    one of RESULT_MEDIA_TYPES for SELECT and ASK or GRAPH_MEDIA_TYPES for CONSTRUCT and DESCRIBE."""
+    try:
+        if dataset is None:
+            result = store.query(text, base_iri=base_iri)
+        else:  # both are given, so that a dataset of named graphs only has an empty default graph
+            result = store.query(
+                text,
+                base_iri=base_iri,
+                default_graph=[ox.NamedNode(iri) for iri in dataset.default_graphs],
+                named_graphs=[ox.NamedNode(iri) for iri in dataset.named_graphs],
+            )
+    except SyntaxError as error:
+        raise EvaluationError(str(error)) from None
+    if isinstance(result, ox.QueryTriples):
+        return result.serialize(format=_rdf_format(media_type)) or b""
+    return result.serialize(format=_results_format(media_type)) or b""
+
+
+def run_update(store: ox.Store, text: str, *, base_iri: str | None) -> None:
+    """Run a SPARQL update; Oxigraph applies it in one transaction."""
+    with _write_lock:
+        try:
+            store.update(text, base_iri=base_iri)
+        except SyntaxError as error:
+            raise EvaluationError(str(error)) from None
+
+
+# --------------------------------------------------------------------------- graph store
+
+
+def graph_exists(store: ox.Store, graph: GraphName) -> bool:
+    """The default graph always exists; a named graph once created and until dropped."""
+    return graph is None or store.contains_named_graph(ox.NamedNode(graph))
+
+
+def get_graph(store: ox.Store, graph: GraphName, media_type: str) -> bytes:
+    """One graph, serialised as one of GRAPH_MEDIA_TYPES."""
+    triples = (quad.triple for quad in store.quads_for_pattern(None, None, None, _graph_term(graph)))
+    return ox.serialize(triples, format=_rdf_format(media_type)) or b""
+
+
+def get_dataset(store: ox.Store, media_type: str) -> bytes:
+    """Every graph of the store, serialised as one of DATASET_MEDIA_TYPES."""
+    return ox.serialize(store, format=_rdf_format(media_type)) or b""
+
+
+def put_graph(store: ox.Store, graph: GraphName, payload: Payload, *, base_iri: str | None) -> bool:
+    """Replace a graph's content with the payload's triples; True if the graph is new."""
+    quads = parse_graph_payload([payload], graph, base_iri=base_iri)
+    with _write_lock:
+        created = not graph_exists(store, graph)
+        store.clear_graph(_graph_term(graph))
+        _extend(store, graph, quads)
+    return created
+
+
+def post_graph(
+    store: ox.Store, graph: GraphName, payloads: Iterable[Payload], *, base_iri: str | None
+) -> bool:
+    """Merge the payloads' triples into a graph (several payloads: a multipart request);
+    True if the graph is new."""
+    quads = parse_graph_payload(payloads, graph, base_iri=base_iri)
+    with _write_lock:
+        created = not graph_exists(store, graph)
+        _extend(store, graph, quads)
+    return created
+
+
+def post_dataset(store: ox.Store, payload: Payload, *, base_iri: str | None) -> None:
+    """Merge a TriG, N-Quads or JSON-LD document's quads into the store."""
+    quads = _parse(payload, base_iri=base_iri, named_graphs=True)
+    with _write_lock:
+        store.extend(quads)
+
+
+def delete_graph(store: ox.Store, graph: GraphName) -> bool:
+    """Drop a named graph or empty the default graph; False if the named graph does not exist."""
+    with _write_lock:
+        if not graph_exists(store, graph):
+            return False
+        if graph is None:
+            store.clear_graph(ox.DefaultGraph())
+        else:
+            store.remove_graph(ox.NamedNode(graph))
+    return True
+
+
+def parse_graph_payload(
+    payloads: Iterable[Payload], graph: GraphName, *, base_iri: str | None
+) -> list[ox.Quad]:
+    """Every triple of the payloads, placed in `graph`; the whole input is read before any of it
+    is used. Blank nodes get fresh labels, so two requests never share one by accident."""
+    target = _graph_term(graph)
+    return [
+        ox.Quad(quad.subject, quad.predicate, quad.object, target)
+        for payload in payloads
+        for quad in _parse(payload, base_iri=base_iri, named_graphs=False)
+    ]
+
+
+def _extend(store: ox.Store, graph: GraphName, quads: list[ox.Quad]) -> None:
+    if graph is not None:
+        store.add_graph(ox.NamedNode(graph))  # an empty PUT still creates the graph
+    store.extend(quads)
+
+
+def _parse(payload: Payload, *, base_iri: str | None, named_graphs: bool) -> list[ox.Quad]:
+    try:
+        return list(
+            ox.parse(
+                payload.data,
+                _rdf_format(payload.media_type),
+                base_iri=base_iri,
+                without_named_graphs=not named_graphs,
+                rename_blank_nodes=True,
+            )
+        )
+    except SyntaxError as error:
+        raise _payload_error(error) from None
+
+
+_PARSER_PREFIX = re.compile(r"^Parser error (?:at|between) [^:]*: ")
+_LINE_SUFFIX = re.compile(r" \(line \d+\)$")
+
+
+def _payload_error(error: SyntaxError) -> PayloadError:
+    """Oxigraph's message without the position it also spells out, which we report as fields."""
+    message = _LINE_SUFFIX.sub("", _PARSER_PREFIX.sub("", str(error)))
+    return PayloadError(message, line=error.lineno, column=error.offset)
+
+
+def _graph_term(graph: GraphName) -> ox.NamedNode | ox.DefaultGraph:
+    return ox.DefaultGraph() if graph is None else ox.NamedNode(graph)
+
+
+def _rdf_format(media_type: str) -> ox.RdfFormat:
+    found = ox.RdfFormat.from_media_type(media_type)
+    if found is None:
+        raise ValueError(f"not an RDF media type: {media_type}")
+    return found
+
+
+def _results_format(media_type: str) -> ox.QueryResultsFormat:
+    found = ox.QueryResultsFormat.from_media_type(media_type)
+    if found is None:
+        raise ValueError(f"not a query results media type: {media_type}")
+    return found
