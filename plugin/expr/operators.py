@@ -28,7 +28,6 @@ from .values import (
     DT_DURATION,
     DURATION,
     DURATION_KINDS,
-    FALSE,
     FLOAT,
     INTEGER,
     IRI,
@@ -39,7 +38,6 @@ from .values import (
     STRING,
     TEMPORAL_KINDS,
     TIME,
-    TRUE,
     XSD_BOOLEAN,
     XSD_DECIMAL,
     XSD_DOUBLE,
@@ -307,7 +305,3 @@ def unary_plus(a: Value) -> Value:
     if k <= DOUBLE or k in DURATION_KINDS:
         return Value(k, a.v, KIND_DATATYPE[k])
     raise ExprError(f"unary plus on {a.nt}")
-
-
-def logical(flag: bool) -> Value:
-    return TRUE if flag else FALSE

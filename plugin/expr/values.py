@@ -152,27 +152,6 @@ def boolean(flag: bool) -> Value:
     return TRUE if flag else FALSE
 
 
-def integer(value: int) -> Value:
-    return Value(INTEGER, value, XSD_INTEGER)
-
-
-def decimal(value: Decimal) -> Value:
-    return Value(DECIMAL, value, XSD_DECIMAL)
-
-
-def double(value: float) -> Value:
-    return Value(DOUBLE, value, XSD_DOUBLE)
-
-
-def float32(value: float) -> Value:
-    return Value(FLOAT, value, XSD_FLOAT)
-
-
-def numeric(kind: int, value: Any) -> Value:
-    """A computed numeric of a primitive numeric kind."""
-    return Value(kind, value, KIND_DATATYPE[kind])
-
-
 def string(text: str, lang: str | None = None) -> Value:
     """A simple literal, or a language-tagged one when `lang` is given."""
     if lang is None:

@@ -88,8 +88,8 @@ def _multi_escape(letter: str) -> tuple[bool, str]:
     """(positive, class inside) of a multi-character escape letter."""
     if letter in "sS":
         return letter == "s", r" \t\n\r"
-    if letter in "dD":
-        return letter == "d", _category_class("Nd")
+    if letter in "dD":  # Python's \d on str is exactly the Nd category
+        return letter == "d", r"\d"
     if letter in "wW":
         return letter == "W", _word_complement()
     if letter in "iI":

@@ -114,6 +114,9 @@ class _Candidate:
     function of its variables (RAND(), NOW(), ...)."""
 
 
+SHARE_MIN_RUNS = 2
+
+
 class _Outcomes:
     """`_checked(cand, base)` for the runs of one state at one group, where
     `base` is a run's mapping without the state's `rebind` variables.
@@ -126,17 +129,19 @@ class _Outcomes:
 
     __slots__ = ("cand", "names", "rebind", "seen")
 
-    def __init__(self, cand: _Candidate, rebind: frozenset[str]) -> None:
+    def __init__(self, cand: _Candidate, rebind: frozenset[str], share: bool = True) -> None:
         self.cand = cand
         self.rebind = rebind
-        reads = None if cand.pending_reads is None else dict.fromkeys((*cand.mapping, *cand.pending_reads))
-        self.names = None if reads is None else tuple(n for n in reads if n not in rebind)
+        self.names: tuple[str, ...] | None = None
+        if share and cand.pending_reads is not None:
+            reads = dict.fromkeys((*cand.mapping, *cand.pending_reads))
+            self.names = tuple(n for n in reads if n not in rebind)
         self.seen: dict[tuple[str | None, ...], bool] = {}
 
     def join(self, mapping: Mapping_) -> Mapping_ | None:
         if self.names is None:
             return _checked(self.cand, self._base(mapping))
-        key = tuple([mapping.get(name) for name in self.names])
+        key = tuple(map(mapping.get, self.names))
         ok = self.seen.get(key)
         if ok is None:
             joined = _checked(self.cand, self._base(mapping))
@@ -226,7 +231,8 @@ class Runtime:
         born: list[Run],
         matches: dict[tuple[object, ...], Match],
     ) -> list[Run]:
-        checks = [_Outcomes(cand, spec.rebind) for cand in self._matches(spec.atom, group, cache)]
+        share = len(runs) >= SHARE_MIN_RUNS
+        checks = [_Outcomes(cand, spec.rebind, share) for cand in self._matches(spec.atom, group, cache)]
         guards: list[_Outcomes] | None = None
         keep: list[Run] = []
         for run in runs:
