@@ -54,7 +54,7 @@ def ingest() -> tuple[Response, int]:
             raise BadRequest(error.message, parameter="body", line=error.line, column=error.column) from None
         except OutOfOrderError as error:
             raise BadRequest(str(error), parameter="body") from None
-    service.engine.notify([LogRecord(p, e) for p, e in zip(positions, events, strict=True)])
+        service.engine.notify([LogRecord(p, e) for p, e in zip(positions, events, strict=True)])
     body = {"stream": stream, "accepted": len(events), "first_position": positions.start,
             "next_position": positions.stop}  # fmt: skip
     return jsonify(body), 202

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from lark import Transformer
 
+from rsep.grammar.epsparql import EpsparqlTransformer
 from rsep.grammar.parser import SparqlSyntaxError, parse_with
 from rsep.grammar.spaseq import SpaseqTransformer
 from rsep.plugin.algebra.events import EventQuery
@@ -27,6 +28,7 @@ class DialectSyntax:
 
 DIALECTS: dict[str, DialectSyntax] = {
     "spaseq": DialectSyntax("spaseq", "spaseq", SpaseqTransformer),
+    "ep-sparql": DialectSyntax("ep-sparql", "epsparql", EpsparqlTransformer),
 }
 
 

@@ -34,6 +34,16 @@ from rsep.plugin.algebra.sparql import (
     Var,
 )
 
+RSEP = "https://w3id.org/rsep#"
+"""rsep's vocabulary: extension functions, match metadata (docs/endpoint.md)."""
+DURATION_FUNCTION = RSEP + "duration"
+START_TIME_FUNCTION = RSEP + "startTime"
+END_TIME_FUNCTION = RSEP + "endTime"
+TIME_FUNCTIONS = frozenset({DURATION_FUNCTION, START_TIME_FUNCTION, END_TIME_FUNCTION})
+"""Extension functions over the interval of the pattern a FILTER is placed in:
+EP-SPARQL's getDURATION(), getSTARTTIME(), getENDTIME() (§4.1)."""
+
+
 # --------------------------------------------------------------------------- policies
 
 
@@ -233,6 +243,15 @@ class EqualsOptional(Node):
 
 
 @dataclass(frozen=True, slots=True)
+class EventLeftJoin(Node):
+    """`left OPTIONAL { right }` over events (EP-SPARQL LeftJoin): right joins
+    when it ends before left does (t'_end < t_end), else left stands alone."""
+
+    left: EventPattern
+    right: EventPattern
+
+
+@dataclass(frozen=True, slots=True)
 class EventJoin(Node):
     """Operands in any temporal order, interval = their hull (EP-SPARQL AND
     and BGPs over triple occurrences; CQELS-CEP JOIN with `intersect`)."""
@@ -275,6 +294,7 @@ EventPattern = Union[
     Equals,
     OptionalSequence,
     EqualsOptional,
+    EventLeftJoin,
     EventJoin,
     EventFilter,
     First,

@@ -49,7 +49,7 @@ def _lines(node: Node, depth: int) -> list[str]:
     if isinstance(node, EventQuery):
         return _query_lines(node)
     if isinstance(node, GraphPatternEvent):
-        streams = ", ".join(f"<{s}>" for s in node.streams)
+        streams = ", ".join(f"<{s}>" for s in node.streams) or "every stream"
         return [f"{pad}EVENT {node.name} ON {streams} {_one_line(node.pattern)}"]
     if isinstance(node, Sequence):
         lines = [f"{pad}SEQ"]

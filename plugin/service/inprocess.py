@@ -217,6 +217,8 @@ class InProcessEngine:
             runner = slot.runner
             if slot.removed or slot.error or runner is None or not records:
                 return False
+            if runner.position < records[0].position:
+                return False
             todo = records[runner.position - records[0].position :]
             if not todo:
                 return False

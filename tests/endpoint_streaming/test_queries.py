@@ -32,7 +32,9 @@ def register(client, text=QUERY, query_string="", **kwargs):
 
 def ingest(client, events):
     for event in events:
-        response = client.post(f"/streams?stream={event.stream}", data=nquads_of(event), content_type="application/n-quads")
+        response = client.post(
+            f"/streams?stream={event.stream}", data=nquads_of(event), content_type="application/n-quads"
+        )
         assert response.status_code == 202, response.get_data(as_text=True)
 
 

@@ -40,14 +40,14 @@ def test_ingest_answers_202_once_the_events_are_in_the_log(app):
         (0, STREAM, "<http://example.org/e1>"),
         (1, STREAM, "<http://example.org/e2>"),
     ]
-    assert records[0].event.ntriples == f'<http://example.org/s1> <http://example.org/temp> "21"^^<{XSD}integer> .\n'
+    assert (
+        records[0].event.ntriples
+        == f'<http://example.org/s1> <http://example.org/temp> "21"^^<{XSD}integer> .\n'
+    )
 
 
 def test_ingest_takes_n_quads(app):
-    body = (
-        '<urn:s> <urn:p> "x" <urn:g1> .\n'
-        f'<urn:g1> {PROV} "5"^^<{XSD}integer> .\n'
-    )
+    body = f'<urn:s> <urn:p> "x" <urn:g1> .\n<urn:g1> {PROV} "5"^^<{XSD}integer> .\n'
     response = post(app.test_client(), body, content_type="application/n-quads")
     assert response.status_code == 202 and response.json["accepted"] == 1
     assert logged(app)[0].event.time.lexical == "5"

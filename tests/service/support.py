@@ -30,7 +30,8 @@ _B = 'DEFINE GPM B ON S2 { ?k <urn:t:kind> "b" }'
 _C = 'DEFINE GPM C ON S1 { ?k <urn:t:kind> "c" ; <urn:t:val> ?v2 . FILTER (?v2 > ?v1) }'
 
 QUERIES = {
-    "kleene": _HEAD.replace("?v2\n", "?v2\nWITHIN 6 SECONDS\n") + f"WHERE {{ SEQ (A; B+, C) {_A} {_B} {_C} }}",
+    "kleene": _HEAD.replace("?v2\n", "?v2\nWITHIN 6 SECONDS\n")
+    + f"WHERE {{ SEQ (A; B+, C) {_A} {_B} {_C} }}",
     "any": _HEAD + f"WHERE {{ SEQ (A : C) {_A} {_C} }}",
     "strict": _HEAD + f"WHERE {{ SEQ (A, C) {_A} {_C} }}",
     "negation": _HEAD + f"WHERE {{ SEQ (A; B!; C) {_A} {_B} {_C} }}",
@@ -48,12 +49,11 @@ def registered(name: str, query_id: str = "0123456789abcdef", start: int = 0) ->
     return RegisteredQuery(query_id, QUERIES[name], "spaseq", plan.streams, start, "2026-01-01T00:00:00Z")
 
 
-def event(time: float | int, name: str, stream: str = S1, key: str = "k1", kind: str = "a", val: int = 0) -> GraphEvent:
+def event(
+    time: float | int, name: str, stream: str = S1, key: str = "k1", kind: str = "a", val: int = 0
+) -> GraphEvent:
     subject = f"<urn:t:{key}>"
-    triples = (
-        f'{subject} <urn:t:kind> "{kind}" .\n'
-        f'{subject} <urn:t:val> "{val}"^^<{XSD_INTEGER}> .\n'
-    )
+    triples = f'{subject} <urn:t:kind> "{kind}" .\n{subject} <urn:t:val> "{val}"^^<{XSD_INTEGER}> .\n'
     return GraphEvent(stream, f"<urn:t:{name}>", Timestamp(float(time), str(time), True), triples)
 
 

@@ -58,10 +58,9 @@ class Node:
 
 
 def graphs_of(kb, query_iri):
-    rows = solutions(kb.store.query(
-        f"SELECT ?g WHERE {{ GRAPH <{MATCHES_GRAPH}> {{ ?g <http://www.w3.org/ns/prov#wasGeneratedBy> <{query_iri}> }} }}"
-    ))  # fmt: skip
-    return sorted(r["g"][1:-1] for r in rows)
+    generated_by = "<http://www.w3.org/ns/prov#wasGeneratedBy>"
+    query = f"SELECT ?g WHERE {{ GRAPH <{MATCHES_GRAPH}> {{ ?g {generated_by} <{query_iri}> }} }}"
+    return sorted(r["g"][1:-1] for r in solutions(kb.store.query(query)))
 
 
 def expected_graphs(node, query):

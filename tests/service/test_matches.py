@@ -10,7 +10,14 @@ from rsep.plugin.algebra.events import ConstructForm, SelectForm
 from rsep.plugin.algebra.sparql import IRI, BNode, Literal, TriplePattern, Var
 from rsep.plugin.events import Timestamp
 from rsep.plugin.nfa.runtime import Match
-from rsep.plugin.service.matches import MATCHES_GRAPH, EventRef, MatchGraph, match_graph, match_iri, timestamp_nt
+from rsep.plugin.service.matches import (
+    MATCHES_GRAPH,
+    EventRef,
+    MatchGraph,
+    match_graph,
+    match_iri,
+    timestamp_nt,
+)
 from rsep.plugin.store.gpm import KnowledgeBase, solutions
 from rsep.plugin.store.matches import OxigraphMatchSink
 from rsep.plugin.store.persistent import open_store
@@ -37,11 +44,16 @@ def a_match(events=(3, 7), mapping=None) -> Match:
 
 
 def refs(*specs) -> list[EventRef]:
-    return [EventRef(position, name, Timestamp(float(t), lexical, numeric)) for position, name, t, lexical, numeric in specs]
+    return [
+        EventRef(position, name, Timestamp(float(t), lexical, numeric))
+        for position, name, t, lexical, numeric in specs
+    ]
 
 
 def graph_of(match: Match, form=SELECT, variables=("house", "fare", "city"), **kwargs) -> MatchGraph:
-    events = kwargs.pop("events", None) or refs((3, "<urn:e3>", 10, "10", True), (7, "<urn:e7>", 20, "20", True))
+    events = kwargs.pop("events", None) or refs(
+        (3, "<urn:e3>", 10, "10", True), (7, "<urn:e7>", 20, "20", True)
+    )
     bindings = {k: v for k, v in match.mapping.items() if k in variables}
     return match_graph(QID, QIRI, match, events, variables, bindings, "2026-11-22T10:00:01Z", form)
 
@@ -56,7 +68,8 @@ def test_a_select_match_is_one_result_set_graph(kb):
     rows = select(kb, f"""
         SELECT ?var ?name ?value WHERE {{ GRAPH <{graph.iri}> {{
             ?set a rs:ResultSet ; rs:resultVariable ?var .
-            OPTIONAL {{ ?set rs:solution [ rs:binding [ rs:variable ?name ; rs:value ?value ] ] . FILTER (?name = ?var) }}
+            OPTIONAL {{ ?set rs:solution [ rs:binding [ rs:variable ?name ; rs:value ?value ] ] .
+                       FILTER (?name = ?var) }}
         }} }} ORDER BY ?var""")  # fmt: skip
     assert rows == [
         {"var": '"city"'},  # projected but unbound: a result variable without a binding
@@ -79,12 +92,17 @@ def test_the_metadata_graph_says_where_a_match_comes_from(kb):
         "query": f"<{QIRI}>", "start": f'"10"^^<{XSD}integer>', "end": f'"20"^^<{XSD}integer>',
         "detected": f'"2026-11-22T10:00:01Z"^^<{XSD}dateTime>',
     }]  # fmt: skip
-    derived = select(kb, f"SELECT ?e WHERE {{ GRAPH <{MATCHES_GRAPH}> {{ <{graph.iri}> prov:wasDerivedFrom ?e }} }}")
+    derived = select(
+        kb, f"SELECT ?e WHERE {{ GRAPH <{MATCHES_GRAPH}> {{ <{graph.iri}> prov:wasDerivedFrom ?e }} }}"
+    )
     assert sorted(r["e"] for r in derived) == ["<urn:e3>", "<urn:e7>"]
 
 
 def test_timestamps_keep_the_type_the_input_gave_them():
-    assert timestamp_nt(Timestamp(1.0, "2026-11-22T10:00:00Z", False)) == f'"2026-11-22T10:00:00Z"^^<{XSD}dateTime>'
+    assert (
+        timestamp_nt(Timestamp(1.0, "2026-11-22T10:00:00Z", False))
+        == f'"2026-11-22T10:00:00Z"^^<{XSD}dateTime>'
+    )
     assert timestamp_nt(Timestamp(5.0, "5", True)) == f'"5"^^<{XSD}integer>'
     assert timestamp_nt(Timestamp(0.5, "0.5", True)) == f'"0.5"^^<{XSD}decimal>'
     assert timestamp_nt(Timestamp(500.0, "5e2", True)) == f'"5e2"^^<{XSD}double>'
@@ -161,8 +179,19 @@ def test_a_construct_match_holds_the_instantiated_template(kb):
 def test_purge_drops_a_querys_graphs_and_their_metadata(kb):
     sink = OxigraphMatchSink(kb)
     mine = [graph_of(a_match(events=(i, i + 1))) for i in range(3)]
-    other = match_graph("ffffffffffffffff", "urn:rsep:query:ffffffffffffffff", a_match(), refs(
-        (3, "<urn:e3>", 10, "10", True)), ("house",), {"house": "<urn:h1>"}, "2026-11-22T10:00:01Z", SELECT)  # fmt: skip
+    events = refs((3, "<urn:e3>", 10, "10", True))
+    other_query = "urn:rsep:query:ffffffffffffffff"
+    bindings = {"house": "<urn:h1>"}
+    other = match_graph(
+        "ffffffffffffffff",
+        other_query,
+        a_match(),
+        events,
+        ("house",),
+        bindings,
+        "2026-11-22T10:00:01Z",
+        SELECT,
+    )
     sink.write([*mine, other])
     assert sink.purge(QIRI) == 3
     assert not any(sink.exists(g.iri) for g in mine) and sink.exists(other.iri)

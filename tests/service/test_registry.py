@@ -15,7 +15,11 @@ def test_a_registration_survives_a_new_registry_on_the_same_folder(tmp_path):
     again = Registry(tmp_path).get(query.id)
     assert again == query
     assert (again.text, again.dialect, again.streams, again.start, again.status) == (
-        "SELECT ...", "spaseq", STREAMS, 42, ACTIVE
+        "SELECT ...",
+        "spaseq",
+        STREAMS,
+        42,
+        ACTIVE,
     )
     on_disk = json.loads((tmp_path / f"{query.id}.json").read_text())
     assert on_disk["iri"] == query.iri and on_disk["options"] == {"policy": "unrestricted"}

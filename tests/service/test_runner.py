@@ -4,6 +4,7 @@ rank, snapshots (long paths, DISTINCT), pruning."""
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import pairwise
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,9 +14,20 @@ from rsep.grammar import parse_event_query
 from rsep.plugin.compile.plan import compile_query
 from rsep.plugin.replay import number_events
 from rsep.plugin.service.matches import MatchGraph, match_iri
-from rsep.plugin.service.runner import QueryRunner, dump_state, load_state, number_records
+from rsep.plugin.service.runner import QueryRunner, load_state, number_records
 from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
-from tests.service.support import OTHER, QUERIES, S1, S2, clock, event, plan_of, records, reference, registered
+from tests.service.support import (
+    OTHER,
+    QUERIES,
+    S1,
+    S2,
+    clock,
+    event,
+    plan_of,
+    records,
+    reference,
+    registered,
+)
 
 
 def runner_for(name: str, plan=None) -> QueryRunner:
@@ -30,13 +42,15 @@ def run_in_batches(runner: QueryRunner, log, cuts, restore_at=()) -> list[MatchG
     graphs, first occurrence kept (what the writer would create)."""
     created: dict[str, MatchGraph] = {}
     bounds = [0, *sorted(set(cuts)), len(log)]
-    for index, (start, end) in enumerate(zip(bounds, bounds[1:], strict=False)):
+    for index, (start, end) in enumerate(pairwise(bounds)):
         if start == end:
             continue
         for graph in runner.step(log[start:end]):
             created.setdefault(graph.iri, graph)
         if index in restore_at:
-            runner = QueryRunner.restore(runner.query, runner.plan, runner.evaluator, runner.snapshot(), clock)
+            runner = QueryRunner.restore(
+                runner.query, runner.plan, runner.evaluator, runner.snapshot(), clock
+            )
     return list(created.values())
 
 
@@ -118,7 +132,9 @@ def test_every_one_or_two_cuts_of_a_dense_log_give_the_matches_of_replay(name):
     log = _dense_log()
     expected = sorted(match_iri("0123456789abcdef", m) for m in reference(plan_of(name), log))
     assert expected
-    splits = [[i] for i in range(1, len(log))] + [[i, j] for i in range(1, len(log)) for j in range(i + 2, len(log), 3)]
+    splits = [[i] for i in range(1, len(log))] + [
+        [i, j] for i in range(1, len(log)) for j in range(i + 2, len(log), 3)
+    ]
     for cuts in splits:
         found = run_in_batches(runner_for(name), log, cuts, restore_at={0})
         assert sorted(g.iri for g in found) == expected, cuts
@@ -153,7 +169,11 @@ def test_tentative_processing_does_not_change_the_committed_states():
 
 def _runs(runner):
     return {
-        key: sorted((r.state, sorted(r.mapping.items()), r.start_rank, r.last_rank) for rs in nfa.runs.values() for r in rs)
+        key: sorted(
+            (r.state, sorted(r.mapping.items()), r.start_rank, r.last_rank)
+            for rs in nfa.runs.values()
+            for r in rs
+        )
         for key, nfa in runner.state.states.items()
     }
 

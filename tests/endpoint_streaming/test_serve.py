@@ -1,0 +1,156 @@
+"""A real `rsep serve` (waitress, in-process engine): Server-Sent Events
+through waitress, and a SIGKILL in the middle of a stream: after the restart
+every match is in the store once and pushed once."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from rsep.plugin.log import LogRecord
+from rsep.plugin.service.matches import match_iri
+from tests.endpoint_streaming.conftest import nquads_of
+from tests.endpoint_streaming.test_results_and_push import synthetic_events
+from tests.paths import REPO
+from tests.service.support import QUERIES, plan_of, reference
+
+pytestmark = pytest.mark.e2e
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class Server:
+    def __init__(self, data: Path, log: Path) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        command = [sys.executable, "-m", "rsep.endpoint.cli", "serve", "--port", str(self.port),
+                   "--data", str(data), "--engine", "inprocess"]  # fmt: skip
+        self.process = subprocess.Popen(command, cwd=REPO, stdout=log.open("ab"), stderr=subprocess.STDOUT,
+                                        env=dict(os.environ))  # fmt: skip
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.get("/queries")
+                return
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"rsep serve did not start: {log.read_text()}") from None
+                time.sleep(0.1)
+
+    def request(self, method: str, path: str, body: bytes | None = None, content_type: str | None = None):
+        request = urllib.request.Request(self.base + path, data=body, method=method)
+        if content_type:
+            request.add_header("Content-Type", content_type)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read() or b"null")
+
+    def get(self, path: str):
+        return self.request("GET", path)[1]
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def terminate(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=60)
+
+
+class Listener:
+    """An SSE client on a thread: match records into a queue."""
+
+    def __init__(self, server: Server, query_id: str) -> None:
+        self.connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+        self.connection.request("GET", f"/queries/{query_id}/events")
+        self.response = self.connection.getresponse()
+        self.headers = dict(self.response.getheaders())
+        self.records: queue.Queue[dict] = queue.Queue()
+        self.comments: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        try:
+            while line := self.response.readline():
+                text = line.decode().rstrip("\n")
+                if text.startswith("data: "):
+                    self.records.put(json.loads(text[len("data: ") :]))
+                elif text.startswith(":"):
+                    self.comments.append(text)
+        except (OSError, ValueError):
+            pass
+
+    def take(self, count: int, timeout: float = 30.0) -> list[dict]:
+        return [self.records.get(timeout=timeout) for _ in range(count)]
+
+
+def post_events(server: Server, events) -> None:
+    for e in events:
+        status, body = server.request("POST", f"/streams?stream={e.stream}", nquads_of(e).encode(),
+                                      "application/n-quads")  # fmt: skip
+        assert status == 202 and body["accepted"] == 1
+
+
+def expected(query_id: str, events) -> set[str]:
+    log = [LogRecord(i, e) for i, e in enumerate(events)]
+    return {match_iri(query_id, m) for m in reference(plan_of("any"), log)}
+
+
+def test_sse_through_waitress_and_a_sigkill_in_the_middle(tmp_path):
+    data, log = tmp_path / "data", tmp_path / "server.log"
+    events = synthetic_events(40)
+    server = Server(data, log)
+    try:
+        status, query = server.request(
+            "POST", "/queries", QUERIES["any"].encode(), "application/sparql-query"
+        )
+        assert status == 201
+        listener = Listener(server, query["id"])
+        assert listener.response.status == 200
+        assert listener.headers["Content-Type"] == "text/event-stream"
+        assert (
+            listener.headers["Cache-Control"] == "no-cache" and listener.headers["X-Accel-Buffering"] == "no"
+        )
+        post_events(server, events[:25])
+        first = expected(query["id"], events[:25])
+        pushed = {r["graph"] for r in listener.take(len(first))}
+        assert pushed == first
+    finally:
+        server.kill()  # no shutdown hook, checkpoints possibly behind
+
+    server = Server(data, log)
+    try:
+        assert [q["id"] for q in server.get("/queries")["queries"]] == [query["id"]]
+        listener = Listener(server, query["id"])
+        post_events(server, events[25:])
+        everything = expected(query["id"], events)
+        rest = {r["graph"] for r in listener.take(len(everything - first))}
+        assert rest == everything - first
+        time.sleep(1.5)  # a checkpoint interval: anything pushed twice would show now
+        assert listener.records.empty()
+        read = server.get(f"/queries/{query['id']}")
+        assert (read["matches"], read["lag"], read["status"]) == (len(everything), 0, "running")
+        sparql = urllib.parse.urlencode({"query": (
+            "SELECT (COUNT(DISTINCT ?g) AS ?n) WHERE { GRAPH <urn:rsep:matches> "
+            f"{{ ?g <http://www.w3.org/ns/prov#wasGeneratedBy> <{query['iri']}> }} }}")})  # fmt: skip
+        counted = server.get(f"/sparql?{sparql}")["results"]["bindings"][0]["n"]["value"]
+        assert int(counted) == len(everything)
+    finally:
+        assert server.terminate() == 0  # SIGTERM: the shutdown hook ends the open event stream
