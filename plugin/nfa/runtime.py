@@ -114,7 +114,7 @@ class _Candidate:
     function of its variables (RAND(), NOW(), ...)."""
 
 
-SHARE_MIN_RUNS = 4
+SHARE_MIN_RUNS = 16
 
 
 class _Outcomes:
