@@ -70,8 +70,8 @@ def delete(query_id: str) -> tuple[str, int]:
     service = streaming()
     query = _registered(service, query_id)
     purge = _flag("purge")
+    service.registry.remove(query.id)  # first: a crash now leaves no query to replay
     service.engine.unregister(query.id, purge=purge)
-    service.registry.remove(query.id)
     return "", 204
 
 

@@ -63,6 +63,10 @@ class CheckpointStore:
                 shutil.rmtree(folder)
                 fsync_directory(self.root)
 
+    def query_ids(self) -> list[str]:
+        """The queries that have a checkpoint folder."""
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir())
+
     def paths(self, query_id: str) -> list[Path]:
         """The checkpoint files of a query, oldest first."""
         return [path for _, path in self._files(self.root / query_id)]

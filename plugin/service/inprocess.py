@@ -125,11 +125,15 @@ class InProcessEngine:
         with self._work:
             if self._loaded:
                 return
-            for query in self.registry.all():
+            registered = self.registry.all()
+            for query in registered:
                 with self._lock:
                     known = query.id in self._slots
                 if not known:
                     self._add(self._resume(query))
+            ids = {q.id for q in registered}
+            for orphan in set(self.checkpoints.query_ids()) - ids:  # unregistered, then a crash
+                self.checkpoints.remove(orphan)
             self._loaded = True
 
     # ------------------------------------------------------------------ queries

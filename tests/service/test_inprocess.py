@@ -253,3 +253,13 @@ def test_stop_ends_listeners_blocked_in_get(tmp_path, kb):
     node.engine.stop(timeout=10)
     waiter.join(timeout=5)
     assert not waiter.is_alive() and got == [None] and listener.closed
+
+
+def test_checkpoints_of_queries_no_longer_registered_are_removed_on_load(tmp_path, kb):
+    node = Node(tmp_path, kb)
+    query = node.register()
+    node.engine.drain()
+    node.registry.remove(query.id)  # a crash between the two steps of a DELETE
+    restarted = Node(tmp_path, kb)
+    restarted.engine.load()
+    assert restarted.checkpoints.query_ids() == []
