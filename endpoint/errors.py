@@ -141,6 +141,8 @@ def _wants_json() -> bool:
 # --------------------------------------------------------------------------- bearer token
 
 _EXEMPT_PATHS = frozenset({"/"})
+_QUERY_TOKEN_ENDPOINTS = frozenset({"queries.events"})
+"""Endpoints that also take the token as `?token=` (Server-Sent Events: EventSource sends no headers)."""
 
 
 def check_token() -> None:
@@ -150,6 +152,9 @@ def check_token() -> None:
     if not token or request.path in _EXEMPT_PATHS or (request.endpoint or "").endswith("static"):
         return
     scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    if not scheme and request.endpoint in _QUERY_TOKEN_ENDPOINTS:
+        # EventSource (the page's live matches) cannot send headers: its URL carries the token.
+        scheme, given = "bearer", request.args.get("token", "")
     if scheme.lower() != "bearer" or not given.strip():
         raise Unauthorized("this endpoint needs an Authorization: Bearer <token> header")
     if not hmac.compare_digest(given.strip().encode(), str(token).encode()):

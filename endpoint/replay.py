@@ -16,6 +16,9 @@ from rsep.plugin.replay import NumberedEvent, Replay, number_events
 from rsep.plugin.results import Projector, Solution, jsonl_line, srj_document
 from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
 from rsep.plugin.store.rdfio import DataError, load_into, read_event_file
+from rsep.plugin.store.windows import replay_windows
+from rsep.plugin.windows import is_window_query, plan_windows
+from rsep.plugin.windows.output import WindowRun
 
 
 class UsageError(ValueError):
@@ -95,8 +98,10 @@ def load_kb(files: Sequence[KbFile]) -> KnowledgeBase:
     return kb
 
 
-def run(request: RunRequest) -> RunResult:
+def run(request: RunRequest) -> RunResult | WindowRun:
     query = load_query(request.query_file, request.policy)
+    if is_window_query(query):
+        return run_windows(request, query)
     plan = compile_query(query)
     request.warnings.extend(plan.warnings)
     kb = load_kb(request.kb)
@@ -104,6 +109,16 @@ def run(request: RunRequest) -> RunResult:
     matches = replay(plan, kb, events, request.engine, request.master)
     solutions = Projector(plan).solutions(matches, [n.event for n in events])
     return RunResult(plan, events, matches, solutions)
+
+
+def run_windows(request: RunRequest, query: EventQuery) -> WindowRun:
+    """C-SPARQL and CQELS: windows queried with SPARQL, by the window runtime over Oxigraph."""
+    if request.policy not in (None, ConsumptionPolicy.UNRESTRICTED):
+        raise UsageError("--policy applies to event patterns, not to window queries (C-SPARQL, CQELS)")
+    if request.engine != "inprocess":
+        request.warnings.append("window queries (C-SPARQL, CQELS) run in-process: --engine spark is not used")
+    files = [(stream.iri, stream.path) for stream in request.streams]
+    return replay_windows(plan_windows(query), load_kb(request.kb), files)
 
 
 def replay(

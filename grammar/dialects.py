@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from lark import Transformer
 
+from rsep.grammar.cqels import CqelsTransformer
+from rsep.grammar.csparql import CsparqlTransformer
 from rsep.grammar.epsparql import EpsparqlTransformer
 from rsep.grammar.parser import SparqlSyntaxError, parse_with
 from rsep.grammar.spaseq import SpaseqTransformer
@@ -29,6 +31,8 @@ class DialectSyntax:
 DIALECTS: dict[str, DialectSyntax] = {
     "spaseq": DialectSyntax("spaseq", "spaseq", SpaseqTransformer),
     "ep-sparql": DialectSyntax("ep-sparql", "epsparql", EpsparqlTransformer),
+    "c-sparql": DialectSyntax("c-sparql", "csparql", CsparqlTransformer),
+    "cqels": DialectSyntax("cqels", "cqels", CqelsTransformer),
 }
 
 

@@ -60,16 +60,25 @@ def groups_by_key(
     ranks: Mapping[int, NumberedEvent],
     key: Sequence[str],
 ) -> dict[Key, list[Group]]:
-    """GPM rows of a batch -> per partition key, its groups in rank order."""
-    grouped: dict[Key, dict[int, Group]] = defaultdict(dict)
+    """GPM rows of a batch -> per partition key, its groups in rank order.
+    (The loop runs once per GPM row, hence the locals and no helper calls.)"""
+    grouped: dict[Key, dict[int, Group]] = {}
+    single = key[0] if len(key) == 1 else None
     for gpm, gpm_rows in rows.items():
         for event_id, mapping in gpm_rows:
+            row_key = (mapping[single],) if single is not None else tuple([mapping[name] for name in key])
+            by_rank = grouped.get(row_key)
+            if by_rank is None:
+                by_rank = grouped[row_key] = {}
             numbered = ranks[event_id]
-            by_rank = grouped[key_of(mapping, key)]
             group = by_rank.get(numbered.rank)
             if group is None:
                 group = by_rank[numbered.rank] = Group(numbered.rank, numbered.event.time.seconds, {})
-            group.rows.setdefault(gpm, []).append((event_id, mapping))  # type: ignore[attr-defined]
+            found = group.rows.get(gpm)
+            if found is None:
+                group.rows[gpm] = [(event_id, mapping)]  # type: ignore[index]
+            else:
+                found.append((event_id, mapping))  # type: ignore[attr-defined]
     return {k: [groups[r] for r in sorted(groups)] for k, groups in grouped.items()}
 
 

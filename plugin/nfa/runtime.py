@@ -114,22 +114,26 @@ class _Candidate:
     function of its variables (RAND(), NOW(), ...)."""
 
 
-SHARE_MIN_RUNS = 16
+SHARE_MIN_RUNS = 8
+"""Below this many runs in a state, sharing outcomes (`_Outcomes`) costs more than it saves."""
+SHARE_PAUSE = 32
+"""Groups a state goes without sharing after its runs did not share enough to pay for it."""
 
 
 class _Outcomes:
     """`_checked(cand, base)` for the runs of one state at one group, where
     `base` is a run's mapping without the state's `rebind` variables.
 
-    The outcome depends only on what the candidate reads of `base`, so runs
-    that agree there share one join and one evaluation of the stateful
-    filters: e.g. the many runs a skip-till-next Kleene+ leaves waiting for
-    `C` all carry `A`'s price, the only binding `C`'s filter compares with.
-    Only successes build their joined mapping, which those runs need anyway."""
+    The outcome depends only on what the candidate reads of `base`, so with
+    `share` runs that agree there share one join and one evaluation of the
+    stateful filters: e.g. the many runs a skip-till-next Kleene+ leaves
+    waiting for `C` all carry `A`'s price, the only binding `C`'s filter
+    compares with. Only successes build their joined mapping, which those
+    runs need anyway."""
 
-    __slots__ = ("cand", "names", "rebind", "seen")
+    __slots__ = ("cand", "lookups", "names", "rebind", "seen")
 
-    def __init__(self, cand: _Candidate, rebind: frozenset[str], share: bool = True) -> None:
+    def __init__(self, cand: _Candidate, rebind: frozenset[str], share: bool) -> None:
         self.cand = cand
         self.rebind = rebind
         self.names: tuple[str, ...] | None = None
@@ -137,22 +141,24 @@ class _Outcomes:
             reads = dict.fromkeys((*cand.mapping, *cand.pending_reads))
             self.names = tuple(n for n in reads if n not in rebind)
         self.seen: dict[tuple[str | None, ...], bool] = {}
+        self.lookups = 0
 
     def join(self, mapping: Mapping_) -> Mapping_ | None:
-        if self.names is None:
-            return _checked(self.cand, self._base(mapping))
-        key = tuple(map(mapping.get, self.names))
-        ok = self.seen.get(key)
-        if ok is None:
-            joined = _checked(self.cand, self._base(mapping))
-            self.seen[key] = joined is not None
-            return joined
-        return {**self._base(mapping), **self.cand.mapping} if ok else None
-
-    def _base(self, mapping: Mapping_) -> Mapping_:
-        if not self.rebind:
-            return mapping
-        return {k: v for k, v in mapping.items() if k not in self.rebind}
+        key = None
+        if self.names is not None:
+            self.lookups += 1
+            key = tuple(map(mapping.get, self.names))
+            ok = self.seen.get(key)
+            if ok is False:
+                return None
+        base = {k: v for k, v in mapping.items() if k not in self.rebind} if self.rebind else mapping
+        if key is None:
+            return _checked(self.cand, base)
+        if ok:
+            return {**base, **self.cand.mapping}
+        joined = _checked(self.cand, base)
+        self.seen[key] = joined is not None
+        return joined
 
 
 class Runtime:
@@ -172,6 +178,8 @@ class Runtime:
             for gpm in atom_gpms(state.atom).union(*map(atom_gpms, state.guards)):
                 self._touching.setdefault(gpm, []).append(state)
         self._initial = [automaton.states[i] for i in automaton.initial]
+        self._touched_by: dict[tuple[int, ...], tuple[State, ...]] = {}
+        self._share_pause: dict[int, int] = {}
 
     def new_state(self) -> NfaState:
         return NfaState()
@@ -208,8 +216,7 @@ class Runtime:
         cache: dict[Atom, list[_Candidate]] = {}
         born: list[Run] = []
         matches: dict[tuple[object, ...], Match] = {}
-        touched = {s.id: s for gpm in group.rows for s in self._touching.get(gpm, ())}
-        for spec in touched.values():
+        for spec in self._touched(tuple(group.rows)):
             runs = state.runs.get(spec.id)
             if runs:
                 state.runs[spec.id] = self._advance_runs(spec, runs, group, cache, born, matches)
@@ -222,6 +229,14 @@ class Runtime:
             state.runs.setdefault(run.state, []).append(run)
         return list(matches.values())
 
+    def _touched(self, gpms: tuple[int, ...]) -> tuple[State, ...]:
+        """The states a group with rows of `gpms` concerns (few distinct sets: cached)."""
+        found = self._touched_by.get(gpms)
+        if found is None:
+            touched = {s.id: s for gpm in gpms for s in self._touching.get(gpm, ())}
+            found = self._touched_by[gpms] = tuple(touched.values())
+        return found
+
     def _advance_runs(
         self,
         spec: State,
@@ -231,12 +246,16 @@ class Runtime:
         born: list[Run],
         matches: dict[tuple[object, ...], Match],
     ) -> list[Run]:
-        share = len(runs) >= SHARE_MIN_RUNS
+        share = self._sharing(spec, runs)
         checks = [_Outcomes(cand, spec.rebind, share) for cand in self._matches(spec.atom, group, cache)]
         guards: list[_Outcomes] | None = None
         keep: list[Run] = []
+        within, max_gap, rank, time = self.within, spec.max_gap, group.rank, group.time
         for run in runs:
-            if not self._alive(spec, run, group.rank, group.time):
+            # self._alive(spec, run, rank, time), inlined: this loop runs per run and group
+            if within is not None and time - run.start_time > within:
+                continue
+            if max_gap is not None and rank > run.last_rank + max_gap:
                 continue
             took = False
             for check in checks:
@@ -246,7 +265,7 @@ class Runtime:
                     self._spawn(spec, run, check.cand.events, joined, group, born, matches)
             if spec.guards:
                 if guards is None:
-                    guards = self._guard_checks(spec, group, cache)
+                    guards = self._guard_checks(spec, group, cache, share)
                 if any(guard.join(run.mapping) is not None for guard in guards):
                     continue
             if took and spec.strategy is SelectionStrategy.SKIP_TILL_NEXT:
@@ -254,17 +273,41 @@ class Runtime:
             if spec.max_gap is not None and group.rank >= run.last_rank + spec.max_gap:
                 continue
             keep.append(run)
+        if share:
+            self._learn_sharing(spec, [*checks, *(guards or ())])
         return keep
+
+    def _sharing(self, spec: State, runs: list[Run]) -> bool:
+        """Share outcomes between this state's runs (see `_Outcomes`)? Only
+        for many runs, and not for a while after they last failed to agree
+        on at least a quarter of the lookups (then the bookkeeping costs more
+        than the evaluations it saves)."""
+        if len(runs) < SHARE_MIN_RUNS:
+            return False
+        pause = self._share_pause.get(spec.id, 0)
+        if pause:
+            self._share_pause[spec.id] = pause - 1
+            return False
+        return True
+
+    def _learn_sharing(self, spec: State, checks: list[_Outcomes]) -> None:
+        lookups = sum(check.lookups for check in checks)
+        distinct = sum(len(check.seen) for check in checks)
+        if 4 * distinct > 3 * lookups:
+            self._share_pause[spec.id] = SHARE_PAUSE
 
     def _alive(self, spec: State, run: Run, rank: int, time: float) -> bool:
         if self.within is not None and time - run.start_time > self.within:
             return False
         return spec.max_gap is None or rank <= run.last_rank + spec.max_gap
 
-    def _guard_checks(self, spec: State, group: Group, cache: dict[Atom, list[_Candidate]]) -> list[_Outcomes]:
+    def _guard_checks(
+        self, spec: State, group: Group, cache: dict[Atom, list[_Candidate]], share: bool
+    ) -> list[_Outcomes]:
         """What a run is checked against for "did a guarded (negated or skipped
         optional) element occur compatibly?"."""
-        return [_Outcomes(cand, frozenset()) for guard in spec.guards for cand in self._matches(guard, group, cache)]
+        matches = (cand for guard in spec.guards for cand in self._matches(guard, group, cache))
+        return [_Outcomes(cand, frozenset(), share) for cand in matches]
 
     def _spawn(
         self,
@@ -348,8 +391,11 @@ def _join(base: Mapping[str, str], mapping: Mapping[str, str]) -> Mapping_ | Non
 def _checked(cand: _Candidate, base: Mapping[str, str]) -> Mapping_ | None:
     """Join a candidate into a run's mapping and apply its deferred filters."""
     joined = _join(base, cand.mapping)
-    if joined is None or not all(predicate(joined) for predicate in cand.pending):
+    if joined is None:
         return None
+    for predicate in cand.pending:  # a loop, not all(...): this is the runtime's innermost call
+        if not predicate(joined):
+            return None
     return joined
 
 

@@ -48,7 +48,8 @@ class DataError(ValueError):
 @dataclass(frozen=True, slots=True)
 class _Draft:
     name: ox.NamedNode | ox.BlankNode
-    triples: list[ox.Triple]
+    lines: list[str]
+    """The event's triples, each as an N-Triples line."""
 
 
 def format_for(path: Path, formats: dict[str, ox.RdfFormat], what: str) -> ox.RdfFormat:
@@ -91,7 +92,7 @@ def parse_events(
         time = stamps.pop(key, None) or default_time
         if time is None:
             raise _located(source, data, draft.name, f"event graph {draft.name} has no prov:generatedAtTime")
-        events.append(GraphEvent(stream, str(draft.name), time, _ntriples(draft.triples)))
+        events.append(GraphEvent(stream, key, time, "".join(draft.lines)))
     for key, time in stamps.items():  # a timestamp for a graph without triples: an empty event
         events.append(GraphEvent(stream, key, time, ""))
     events.sort(key=lambda e: e.time.seconds)
@@ -110,21 +111,19 @@ def _split(
     quads: Iterable[ox.Quad], source: str, data: bytes, scope: str
 ) -> tuple[dict[str, _Draft], dict[str, Timestamp]]:
     renamer = _BlankNodeScope(scope)
-    drafts: dict[str, _Draft] = {}
+    drafts: dict[object, _Draft] = {}  # by graph term as parsed: hashing a term is cheaper than printing it
     stamps: dict[str, Timestamp] = {}
     for quad in quads:
-        if isinstance(quad.graph_name, ox.DefaultGraph):
+        graph = quad.graph_name
+        if isinstance(graph, ox.DefaultGraph):
             _read_timestamp(quad, renamer, stamps, source, data)
             continue
-        name = renamer.term(quad.graph_name)
-        key = str(name)
-        draft = drafts.get(key)
+        draft = drafts.get(graph)
         if draft is None:
-            draft = drafts[key] = _Draft(name, [])  # type: ignore[arg-type]
-        draft.triples.append(
-            ox.Triple(renamer.term(quad.subject), quad.predicate, renamer.term(quad.object))  # type: ignore[arg-type]
-        )
-    return drafts, stamps
+            draft = drafts[graph] = _Draft(renamer.term(graph), [])  # type: ignore[arg-type]
+        draft.lines.append(_ntriples_line(renamer.term(quad.subject), quad.predicate, renamer.term(quad.object)))
+    # Renaming is one-to-one, so grouping by the parsed name groups by the renamed one.
+    return {str(draft.name): draft for draft in drafts.values()}, stamps
 
 
 def _read_timestamp(
@@ -169,12 +168,16 @@ class _BlankNodeScope:
         return term
 
 
-def _ntriples(triples: list[ox.Triple]) -> str:
-    if not triples:
-        return ""
-    data = ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES)
-    assert data is not None  # no output file given, so the bytes are returned
-    return data.decode()
+def _ntriples_line(subject: object, predicate: ox.NamedNode, obj: object) -> str:
+    """One triple as canonical N-Triples, byte for byte what `ox.serialize`
+    writes: terms print in N-Triples syntax, so formatting them is much
+    cheaper than building an `ox.Triple` and serialising it. A triple term
+    (RDF 1.2) object prints differently on its own, so it takes the serialiser."""
+    if isinstance(obj, ox.Triple):
+        data = ox.serialize([ox.Triple(subject, predicate, obj)], format=ox.RdfFormat.N_TRIPLES)  # type: ignore[arg-type]
+        assert data is not None  # no output file given, so the bytes are returned
+        return data.decode()
+    return f"{subject} {predicate} {obj} .\n"
 
 
 def _syntax_position(error: SyntaxError) -> tuple[int | None, int | None]:

@@ -1,0 +1,270 @@
+"""Interval patterns (EP-SPARQL §4.2) -> alternatives of flat step sequences.
+
+EP-SPARQL's operators are joins over interval-stamped solutions: Join (any
+temporal order, interval = hull), SeqJoin (left ends before right starts),
+EqJoin (equal intervals), their optional forms, and FILTERs that read the
+interval. The NFA takes events in detection order (by end time), so a pattern
+is rewritten into every detection order its leaves can occur in:
+
+- a leaf (one triple pattern) is one step;
+- `L SEQ R`: L's orders followed by R's, and every step of R must start
+  after the end of L's last step (needed once derived events carry intervals);
+- `L AND R` / `L EQUALS R`: every interleaving (shuffle) of an order of L with
+  one of R, where steps of both may also fall on one timestamp (they then
+  form a conjunction step); EQUALS also requires equal intervals;
+- `L UNION R`: the orders of both;
+- FILTER: checked as soon as the steps of its group are all taken, with the
+  group's interval available to getDURATION()/getSTARTTIME()/getENDTIME().
+
+The optional operators add *anti-joins*: the mandatory side stands alone only
+if no compatible solution of the optional side exists with the required
+temporal relation. The optional side is then also compiled as an auxiliary
+pattern whose completed solutions the runtime remembers (per key, within the
+window) and checks when the mandatory side completes — by which time, since
+events arrive in end-time order, every solution that could match has been
+seen (EP-SPARQL's time-wise monotonicity).
+
+The number of orders grows quickly with the number of unordered leaves
+(13 for three, 75 for four); patterns beyond `MAX_ALTERNATIVES` are rejected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from itertools import product
+
+from rsep.plugin.algebra.events import (
+    Disjunction,
+    Equals,
+    EqualsOptional,
+    EventFilter,
+    EventJoin,
+    EventLeftJoin,
+    EventPattern,
+    GraphPatternEvent,
+    OptionalSequence,
+    SelectionStrategy,
+    Sequence,
+)
+from rsep.plugin.algebra.sparql import Expr
+from rsep.plugin.compile.automaton import CompileError
+
+MAX_ALTERNATIVES = 4096
+_ANY = SelectionStrategy.SKIP_TILL_ANY
+
+
+class Relation(Enum):
+    """How an optional side must be placed in time relative to the mandatory one."""
+
+    BEFORE_START = "ends before the mandatory side starts"  # OPTIONALSEQ (SeqRightJoin)
+    SAME_INTERVAL = "has the same interval"  # EQUALSOPTIONAL (EqLeftJoin)
+    BEFORE_END = "ends before the mandatory side ends"  # OPTIONAL (LeftJoin)
+
+
+@dataclass(frozen=True, slots=True)
+class AntiJoin:
+    """At acceptance: reject if the auxiliary pattern `aux` has a remembered
+    solution compatible with the match, related to `steps` by `relation`, and
+    passing `condition` (the filter of the optional operator, may be None)."""
+
+    aux: int
+    steps: frozenset[int]
+    relation: Relation
+    condition: Expr | None
+
+
+@dataclass(frozen=True, slots=True)
+class Alternative:
+    """One detection order: `steps[i]` are the leaf GPMs taken together at
+    step i (one timestamp); `after[i]` the steps whose end step i must start
+    after; `equal` pairs of step sets with equal intervals; `filters` the
+    FILTERs with the steps of their group; `anti` the anti-joins checked at
+    acceptance; `aux` set when this alternative records solutions for an
+    anti-join instead of reporting matches."""
+
+    steps: tuple[frozenset[str], ...]
+    after: tuple[frozenset[int], ...]
+    equal: tuple[tuple[frozenset[int], frozenset[int]], ...] = ()
+    filters: tuple[tuple[frozenset[int], Expr], ...] = ()
+    anti: tuple[AntiJoin, ...] = ()
+    aux: int | None = None
+
+
+@dataclass
+class _Context:
+    """Auxiliary patterns handed out while flattening one query."""
+
+    auxiliaries: list[list[Alternative]] = field(default_factory=list)
+
+    def auxiliary(self, pattern: EventPattern) -> int:
+        index = len(self.auxiliaries)
+        self.auxiliaries.append([])  # reserve the index before recursing
+        self.auxiliaries[index] = [replace(a, aux=index) for a in _alternatives(pattern, self)]
+        return index
+
+
+def flatten(pattern: EventPattern) -> tuple[list[Alternative], list[list[Alternative]]]:
+    """The alternatives of `pattern`, and those of each auxiliary pattern."""
+    context = _Context()
+    main = _alternatives(pattern, context)
+    total = len(main) + sum(map(len, context.auxiliaries))
+    if total > MAX_ALTERNATIVES:
+        raise CompileError(
+            f"the pattern has {total} detection orders (more than {MAX_ALTERNATIVES}): "
+            "split large unordered groups of triple patterns, or order them with SEQ"
+        )
+    return main, context.auxiliaries
+
+
+def _alternatives(pattern: EventPattern, context: _Context) -> list[Alternative]:
+    if isinstance(pattern, GraphPatternEvent):
+        return [Alternative((frozenset((pattern.name,)),), (frozenset(),))]
+    if isinstance(pattern, Sequence):
+        _require_skip_till_any(pattern)
+        result = _alternatives(pattern.elements[0], context)
+        for element in pattern.elements[1:]:
+            result = [_then(a, b) for a, b in product(result, _alternatives(element, context))]
+        return result
+    if isinstance(pattern, EventJoin):
+        result = _alternatives(pattern.operands[0], context)
+        for operand in pattern.operands[1:]:
+            result = [s for a, b in product(result, _alternatives(operand, context)) for s in _shuffles(a, b)]
+        return result
+    if isinstance(pattern, Equals):
+        return [
+            replace(s, equal=(*s.equal, (frozenset(left), frozenset(right))))
+            for a, b in product(_alternatives(pattern.left, context), _alternatives(pattern.right, context))
+            for s, left, right in _shuffles_with_sides(a, b)
+            if max(left) == max(right)  # equal ends: both sides complete at one timestamp
+        ]
+    if isinstance(pattern, Disjunction):
+        return [a for operand in pattern.operands for a in _alternatives(operand, context)]
+    if isinstance(pattern, EventFilter):
+        return [_with_filter(a, pattern.expr) for a in _alternatives(pattern.element, context)]
+    if isinstance(pattern, OptionalSequence):
+        positive = _alternatives(Sequence((pattern.left, pattern.right), (_ANY,)), context)
+        return positive + _anti(pattern.right, pattern.left, Relation.BEFORE_START, context)
+    if isinstance(pattern, EqualsOptional):
+        positive = _alternatives(Equals(pattern.left, pattern.right), context)
+        return positive + _anti(pattern.left, pattern.right, Relation.SAME_INTERVAL, context)
+    if isinstance(pattern, EventLeftJoin):
+        positive = [
+            s
+            for a, b in product(_alternatives(pattern.left, context), _alternatives(pattern.right, context))
+            for s, left, right in _shuffles_with_sides(a, b)
+            if max(right) < max(left)  # the optional side ends strictly before (t'_end < t_end)
+        ]
+        return positive + _anti(pattern.left, pattern.right, Relation.BEFORE_END, context)
+    raise CompileError(f"{type(pattern).__name__} is not supported in an interval pattern")
+
+
+def _require_skip_till_any(pattern: Sequence) -> None:
+    if any(s is not SelectionStrategy.SKIP_TILL_ANY for s in pattern.strategies):
+        raise CompileError("interval sequences (EP-SPARQL SEQ) select with skip-till-any only")
+
+
+def _anti(
+    mandatory: EventPattern, optional: EventPattern, relation: Relation, context: _Context
+) -> list[Alternative]:
+    aux = context.auxiliary(optional)
+    result = []
+    for alternative in _alternatives(mandatory, context):
+        steps = frozenset(range(len(alternative.steps)))
+        result.append(replace(alternative, anti=(*alternative.anti, AntiJoin(aux, steps, relation, None))))
+    return result
+
+
+def _then(a: Alternative, b: Alternative) -> Alternative:
+    """a SEQ b: b's steps follow, each starting after a's last step ends."""
+    offset = len(a.steps)
+    last = frozenset((offset - 1,))
+    return Alternative(
+        steps=a.steps + b.steps,
+        after=a.after + tuple(last | _shift(s, offset) for s in b.after),
+        equal=a.equal + tuple((_shift(x, offset), _shift(y, offset)) for x, y in b.equal),
+        filters=a.filters + tuple((_shift(s, offset), e) for s, e in b.filters),
+        anti=a.anti + tuple(replace(j, steps=_shift(j.steps, offset)) for j in b.anti),
+    )
+
+
+def _shift(steps: frozenset[int], offset: int) -> frozenset[int]:
+    return frozenset(s + offset for s in steps)
+
+
+def _shuffles(a: Alternative, b: Alternative) -> Iterator[Alternative]:
+    for merged, _, _ in _shuffles_with_sides(a, b):
+        yield merged
+
+
+def _shuffles_with_sides(a: Alternative, b: Alternative) -> Iterator[tuple[Alternative, set[int], set[int]]]:
+    """Every interleaving of a's and b's steps keeping each side's order,
+    with steps of both sides possibly merged into one timestamp; yields the
+    merged alternative and the new step indices of each side."""
+    for plan in _interleavings(len(a.steps), len(b.steps)):
+        place_a: list[int] = []
+        place_b: list[int] = []
+        steps: list[frozenset[str]] = []
+        for index, (take_a, take_b) in enumerate(plan):
+            names: frozenset[str] = frozenset()
+            if take_a:
+                place_a.append(index)
+                names |= a.steps[len(place_a) - 1]
+            if take_b:
+                place_b.append(index)
+                names |= b.steps[len(place_b) - 1]
+            steps.append(names)
+        after: list[frozenset[int]] = [frozenset()] * len(plan)
+        for old, new in enumerate(place_a):
+            after[new] |= _remap(a.after[old], place_a)
+        for old, new in enumerate(place_b):
+            after[new] |= _remap(b.after[old], place_b)
+        merged = Alternative(
+            steps=tuple(steps),
+            after=tuple(after),
+            equal=_remap_pairs(a.equal, place_a) + _remap_pairs(b.equal, place_b),
+            filters=_remap_filters(a.filters, place_a) + _remap_filters(b.filters, place_b),
+            anti=_remap_anti(a.anti, place_a) + _remap_anti(b.anti, place_b),
+        )
+        yield merged, set(place_a), set(place_b)
+
+
+def _interleavings(m: int, n: int) -> Iterator[list[tuple[bool, bool]]]:
+    """Sequences of (take from a, take from b) covering m and n steps in order."""
+    if m == 0 and n == 0:
+        yield []
+        return
+    if m:
+        for rest in _interleavings(m - 1, n):
+            yield [(True, False), *rest]
+    if n:
+        for rest in _interleavings(m, n - 1):
+            yield [(False, True), *rest]
+    if m and n:
+        for rest in _interleavings(m - 1, n - 1):
+            yield [(True, True), *rest]
+
+
+def _remap(steps: frozenset[int], places: list[int]) -> frozenset[int]:
+    return frozenset(places[s] for s in steps)
+
+
+def _remap_pairs(
+    pairs: tuple[tuple[frozenset[int], frozenset[int]], ...], places: list[int]
+) -> tuple[tuple[frozenset[int], frozenset[int]], ...]:
+    return tuple((_remap(x, places), _remap(y, places)) for x, y in pairs)
+
+
+def _remap_filters(
+    filters: tuple[tuple[frozenset[int], Expr], ...], places: list[int]
+) -> tuple[tuple[frozenset[int], Expr], ...]:
+    return tuple((_remap(s, places), e) for s, e in filters)
+
+
+def _remap_anti(anti: tuple[AntiJoin, ...], places: list[int]) -> tuple[AntiJoin, ...]:
+    return tuple(replace(j, steps=_remap(j.steps, places)) for j in anti)
+
+
+def _with_filter(a: Alternative, expr: Expr) -> Alternative:
+    return replace(a, filters=(*a.filters, (frozenset(range(len(a.steps))), expr)))

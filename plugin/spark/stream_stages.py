@@ -1,0 +1,489 @@
+"""What a continuous query's Spark streaming job runs on executors, pyspark-free:
+
+- `StreamGpmStage` (`mapInPandas`): the rows of one micro-batch partition
+  (`log_source`: a header row with the batch's facts, then the events of
+  the query's streamset) -> GPM rows, plus one *clock row* per partition;
+- `KeyedNfa` (`applyInPandasWithState`, grouped by the partition key): the
+  per-key half of `QueryRunner.step` with the key's state in Spark's state
+  store -> match rows, plus one *batch row* (from the clock key) per batch.
+
+Both mirror `rsep.plugin.service.runner.QueryRunner` exactly, so the Spark
+engine finds the matches (and graph IRIs) of the in-process engine:
+
+* ranks are numbered by the source over the whole streamset (`number_records`)
+  before anything is split by key;
+* every row carries its batch's `closed` rank and `clock` (the newest time in
+  the batch's records, all streams): ranks up to `closed` are processed for
+  real, the open rank (the newest timestamp, when nothing later is in the
+  batch) tentatively on a copy of the key's NFA, its rows kept as `pending`
+  until a later batch (or, for keys without new rows, the watermark) closes
+  it; then `advance_time(closed, clock)`, as the runner does;
+* a key's state is the runner's `RunnerState` restricted to that key (its
+  NFA, pending rows and the events its runs still refer to), serialised with
+  the runner's `dump_state`, which flattens the NFA paths (pickle would recurse
+  once per node on long Kleene+ runs).
+
+Keys that receive no more rows are called on an event-time timeout: the
+watermark (the newest time Spark has seen, shifted, see `event_time_seconds`)
+is a safe lower bound of every later event's time, so the key can expire runs
+by WITHIN and close its pending rank. Expiry by strict contiguity needs the
+rank, which the watermark does not carry: such runs go when the key gets rows
+again or by WITHIN. This changes memory only, never matches: `Runtime.process`
+re-checks every run against the group it meets (`_alive`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from rsep.plugin.compile.gpm import GpmPlan
+from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.nfa.automaton import Automaton
+from rsep.plugin.nfa.runtime import Match, NfaState, Runtime
+from rsep.plugin.replay import NumberedEvent, groups_by_key
+from rsep.plugin.service.runner import Rows, RunnerState, dump_state, load_state
+from rsep.plugin.store.gpm import BackgroundSnapshot, GpmEvaluator
+
+HEADER = 0
+EVENT = 1
+"""Source row kinds: one header per partition (first), then its events."""
+
+CLOCK_KEY = ""
+"""The grouping key of clock rows: not a JSON list, so no partition key equals it."""
+
+SOURCE_COLUMNS = ("kind", "id", "rank", "time", "stream", "name", "lexical", "numeric", "ntriples",
+                  "closed", "count", "kb", "kb_data")  # fmt: skip
+"""A source row. Header: `id` = the batch's end position, `rank` = the last
+rank, `time` = clock, `closed`, `count` (streamset events up to the end),
+`kb` (background snapshot id, "" for none) and `kb_data` (its pickle when the
+executors cannot take it from the broadcast). Event: `id` = log position,
+`rank`, `time`, `stream`, `name`, `lexical`/`numeric` (the timestamp as
+written) and `ntriples`."""
+
+ROW_COLUMNS = ("key", "rank", "time", "event", "gpm", "mapping", "name", "lexical", "numeric",
+               "closed", "clock", "end", "count")  # fmt: skip
+"""A GPM row (`gpm` >= 0) or a clock row (`key` = CLOCK_KEY, `gpm` = -1,
+`time` = clock), with the batch's facts on every row."""
+
+OUT_COLUMNS = ("batch", "events", "start_time", "end_time", "start_rank", "end_rank", "mapping", "refs",
+               "end", "count")  # fmt: skip
+"""A match (`batch` false; `refs` the JSON list of its events' [position,
+name, seconds, lexical, numeric]) or the batch row (`batch` true, `end` and
+`count` of the batch)."""
+
+# ---------------------------------------------------------------- event time
+#
+# Spark's watermark is a timestamp, and rows at or below it are dropped as late
+# (with an event-time timeout). Event times are any float seconds: numbers in
+# abstract units (0, 1, 2 ...) or epoch seconds of any xsd:dateTime. So the
+# event-time column is the time clamped and shifted into what a pandas
+# timestamp holds (the stateful function receives the column; nanoseconds
+# since 1970 end in 2262) and positive (the initial watermark, 0, must not
+# drop an event at time 0). Order is kept, and the clamp only ever lowers a
+# time beyond TIME_HIGH, so a watermark read back is still a lower bound of
+# later times; one in the clamped-low range is not used.
+
+TIME_LOW = -4_000_000_000.0
+"""Event times before (about 1843) are clamped."""
+TIME_HIGH = 5_000_000_000.0
+"""Event times after (about 2128) are clamped."""
+TIME_SHIFT = 4_100_000_000.0
+"""Added after clamping: every event-time value is a positive timestamp before 2262."""
+WATERMARK_DELAY_MS = 1
+"""Spark's watermark delay: an event may share the newest timestamp, so the
+watermark must stay strictly below it or Spark drops it as late."""
+_MARGIN = 0.001
+"""Seconds kept off a watermark read back: timestamps are micros of a double
+and the watermark milliseconds."""
+NO_TIMESTAMP = -1
+
+
+def event_time_seconds(seconds: float) -> float:
+    """The value of the event-time column (seconds of a Spark timestamp)."""
+    return min(max(seconds, TIME_LOW), TIME_HIGH) + TIME_SHIFT
+
+
+def time_below_watermark(watermark_ms: int) -> float | None:
+    """A time no later event can be before, from Spark's watermark (None when
+    the watermark is unset or in the clamped range). The watermark is the
+    newest event-time value seen minus the delay, and the log is in time order."""
+    if watermark_ms is None or watermark_ms <= 0:
+        return None
+    seconds = (watermark_ms + WATERMARK_DELAY_MS) / 1000 - TIME_SHIFT - _MARGIN
+    return seconds if seconds > TIME_LOW + _MARGIN else None
+
+
+def watermark_after(seconds: float) -> int:
+    """The timeout timestamp (ms) past which `time_below_watermark` exceeds `seconds`."""
+    target = event_time_seconds(seconds) + _MARGIN
+    return math.ceil(target * 1000) - WATERMARK_DELAY_MS + 1
+
+
+# ---------------------------------------------------------------- GPM stage
+
+
+class BroadcastLike(Protocol):
+    """What the stage reads of a pyspark `Broadcast`."""
+
+    @property
+    def value(self) -> BackgroundSnapshot: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BatchFacts:
+    """What a partition's header says about its micro-batch."""
+
+    end: int
+    closed: int
+    clock: float
+    count: int
+    kb: str
+
+
+_SNAPSHOTS: OrderedDict[str, BackgroundSnapshot] = OrderedDict()
+"""Background snapshots a Python worker has unpickled, newest last (a worker
+serves many tasks, and a snapshot changes rarely)."""
+_SNAPSHOTS_KEPT = 4
+
+
+class StreamGpmStage:
+    """The `mapInPandas` function: source rows -> GPM rows and clock rows.
+
+    The background snapshot of a batch is the one its offsets name (`kb` in the
+    header), so a batch replayed after a crash is evaluated against the same
+    knowledge base: the broadcast one when the ids agree (the snapshot current
+    when the streaming query started), else the pickle the header carries."""
+
+    def __init__(
+        self,
+        gpms: Sequence[GpmPlan],
+        key: Sequence[str],
+        broadcast: BroadcastLike | None,
+        broadcast_id: str,
+        batch_size: int,
+    ) -> None:
+        self.gpms = tuple(gpms)
+        self.key = tuple(key)
+        self.broadcast = broadcast
+        self.broadcast_id = broadcast_id
+        self.batch_size = batch_size
+
+    def __call__(self, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        facts: BatchFacts | None = None
+        evaluator: GpmEvaluator | None = None
+        for frame in frames:
+            kinds = frame["kind"].to_numpy()
+            start = 0
+            for index in [*np.flatnonzero(kinds == HEADER).tolist(), len(frame)]:
+                if index > start:
+                    if facts is None or evaluator is None:
+                        raise ValueError("event rows before their batch header")
+                    events = frame.iloc[start:index]
+                    for first in range(0, len(events), self.batch_size):
+                        yield self.rows(evaluator, facts, events.iloc[first : first + self.batch_size])
+                if index < len(frame):
+                    header = frame.iloc[index]
+                    facts = BatchFacts(int(header["id"]), int(header["closed"]), float(header["time"]),
+                                       int(header["count"]), str(header["kb"]))  # fmt: skip
+                    evaluator = GpmEvaluator(self.gpms, self._background(facts.kb, header["kb_data"]))
+                    yield clock_frame(facts)
+                start = index + 1
+
+    def _background(self, snapshot_id: str, data: object) -> BackgroundSnapshot | None:
+        if not snapshot_id:
+            return None
+        if snapshot_id == self.broadcast_id and self.broadcast is not None:
+            return self.broadcast.value
+        found = _SNAPSHOTS.get(snapshot_id)
+        if found is None:
+            if not isinstance(data, bytes | bytearray):
+                raise ValueError(f"background snapshot {snapshot_id} is neither broadcast nor attached")
+            found = pickle.loads(data)
+            assert isinstance(found, BackgroundSnapshot)
+            _SNAPSHOTS[snapshot_id] = found
+            while len(_SNAPSHOTS) > _SNAPSHOTS_KEPT:
+                _SNAPSHOTS.popitem(last=False)
+        _SNAPSHOTS.move_to_end(snapshot_id)
+        return found
+
+    def rows(self, evaluator: GpmEvaluator, facts: BatchFacts, frame: pd.DataFrame) -> pd.DataFrame:
+        """GPM rows of a slice of event rows."""
+        ids = frame["id"].tolist()
+        per_event = ("rank", "time", "name", "lexical", "numeric")
+        info = dict(zip(ids, zip(*(frame[c].tolist() for c in per_event), strict=True), strict=True))
+        batch = [
+            (event_id, GraphEvent(stream, "", Timestamp(time, repr(time), True), ntriples))
+            for event_id, stream, time, ntriples in zip(
+                ids, frame["stream"].tolist(), frame["time"].tolist(), frame["ntriples"].tolist(), strict=True
+            )
+        ]
+        out: dict[str, list[object]] = {name: [] for name in ROW_COLUMNS}
+        for gpm, found in evaluator.evaluate(batch).items():
+            for event_id, mapping in found:
+                values = (json.dumps([mapping[v] for v in self.key]), *info[event_id][:2], event_id, gpm,
+                          mapping, *info[event_id][2:])  # fmt: skip
+                for column, value in zip(ROW_COLUMNS[:9], values, strict=True):
+                    out[column].append(value)
+        size = len(out["key"])
+        out.update(closed=[facts.closed] * size, clock=[facts.clock] * size, end=[facts.end] * size,
+                   count=[facts.count] * size)  # fmt: skip
+        return typed(out, ROW_COLUMNS)
+
+
+def clock_frame(facts: BatchFacts) -> pd.DataFrame:
+    """The clock row of one partition: it carries the batch's newest time to
+    Spark's watermark (events of other streams and events no GPM matched count
+    too) and its end position and count to the driver."""
+    return typed(
+        {"key": [CLOCK_KEY], "rank": [facts.closed], "time": [facts.clock], "event": [facts.end], "gpm": [-1],
+         "mapping": [{}], "name": [""], "lexical": [""], "numeric": [False], "closed": [facts.closed],
+         "clock": [facts.clock], "end": [facts.end], "count": [facts.count]},
+        ROW_COLUMNS,
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------- per-key NFA
+
+
+class GroupStateLike(Protocol):
+    """What `KeyedNfa` uses of pyspark's `GroupState`."""
+
+    @property
+    def exists(self) -> bool: ...
+
+    @property
+    def get(self) -> tuple[Any, ...]: ...
+
+    @property
+    def hasTimedOut(self) -> bool: ...
+
+    def update(self, newValue: tuple[Any, ...]) -> None: ...
+
+    def remove(self) -> None: ...
+
+    def setTimeoutTimestamp(self, timestampMs: int) -> None: ...
+
+    def getCurrentWatermarkMs(self) -> int: ...
+
+
+class KeyedNfa:
+    """`(key, rows, state) -> match rows` for `applyInPandasWithState`.
+
+    Pickles as its automaton and key only: the `Runtime` (which compiles the
+    stateful filters) is built where it runs, once per deserialised copy."""
+
+    __slots__ = ("_runtime", "automaton", "key")
+
+    def __init__(self, automaton: Automaton, key: Sequence[str]) -> None:
+        self.automaton = automaton
+        self.key = tuple(key)
+        self._runtime: Runtime | None = None
+
+    def __getstate__(self) -> tuple[Automaton, tuple[str, ...]]:
+        return self.automaton, self.key
+
+    def __setstate__(self, state: tuple[Automaton, tuple[str, ...]]) -> None:
+        self.automaton, self.key = state
+        self._runtime = None
+
+    @property
+    def runtime(self) -> Runtime:
+        if self._runtime is None:
+            self._runtime = Runtime(self.automaton)
+        return self._runtime
+
+    def __call__(
+        self, key: tuple[Any, ...], frames: Iterable[pd.DataFrame], group: GroupStateLike
+    ) -> Iterator[pd.DataFrame]:
+        if key[0] == CLOCK_KEY:
+            yield batch_frame([f for f in frames if len(f)])
+            return
+        state = load_state(group.get[0]) if group.exists else RunnerState(position=0)
+        if group.hasTimedOut:
+            matches = self.on_timeout(state, group.getCurrentWatermarkMs())
+        else:
+            matches = self.on_rows(state, pd.concat(list(frames), ignore_index=True))
+        out = match_frame(matches, state.events)
+        prune(state)
+        if state.states or state.pending:
+            group.update((dump_state(state),))
+            timeout = self.timeout(state)
+            if timeout is not None:
+                group.setTimeoutTimestamp(max(timeout, group.getCurrentWatermarkMs() + 1))
+        elif group.exists:
+            group.remove()
+        if len(out):  # pyspark concatenates the frames: empty ones only cost (and warn)
+            yield out
+
+    # ------------------------------------------------------------------ steps
+
+    def on_rows(self, state: RunnerState, frame: pd.DataFrame) -> list[Match]:
+        """New GPM rows of this key (one micro-batch): `QueryRunner.step` for one key."""
+        closed = int(frame["closed"].max())
+        clock = float(frame["clock"].max())
+        rows: list[tuple[int, int, dict[str, str]]] = []
+        columns = ("rank", "time", "event", "gpm", "mapping", "name", "lexical", "numeric")
+        for rank, time, event, gpm, mapping, name, lexical, numeric in zip(
+            *(frame[c].tolist() for c in columns), strict=True
+        ):
+            if event not in state.events:
+                bare = GraphEvent("", str(name), Timestamp(float(time), str(lexical), bool(numeric)), "")
+                state.events[event] = NumberedEvent(int(event), int(rank), bare)
+            rows.append((int(gpm), int(event), dict(mapping)))
+        for gpm, gpm_rows in state.pending.items():
+            rows.extend((gpm, event, mapping) for event, mapping in gpm_rows)
+        # Spark's shuffle does not keep an order: sort so that a replayed batch
+        # builds the same runs (and the same state) as the first attempt.
+        rows.sort(key=lambda r: (state.events[r[1]].rank, r[0], r[1], sorted(r[2].items())))
+        ready: Rows = {}
+        pending: Rows = {}
+        for gpm, event, mapping in rows:
+            target = ready if state.events[event].rank <= closed else pending
+            target.setdefault(gpm, []).append((event, mapping))
+        matches = self._process(state, ready)
+        state.closed_rank = max(state.closed_rank, closed)
+        self._advance(state, state.closed_rank, clock)
+        state.pending = pending
+        matches.extend(self._tentative(state, pending))
+        return matches
+
+    def on_timeout(self, state: RunnerState, watermark_ms: int) -> list[Match]:
+        """No rows for this key for a while: close its pending rank if a later
+        event exists, and expire runs up to the time the watermark vouches for."""
+        now = time_below_watermark(watermark_ms)
+        if now is None:
+            return []
+        matches: list[Match] = []
+        if state.pending:
+            rank, time = pending_rank(state)
+            if now > time:  # a later event is in the log: the rank is complete
+                matches = self._process(state, state.pending)
+                state.pending = {}
+                state.closed_rank = max(state.closed_rank, rank)
+            else:
+                now = min(now, time)
+        self._advance(state, state.closed_rank, now)
+        return matches
+
+    def timeout(self, state: RunnerState) -> int | None:
+        """When to be called without rows: once the pending rank can be
+        complete, or the oldest run's WITHIN has passed (None: never)."""
+        times = []
+        if state.pending:
+            times.append(pending_rank(state)[1])
+        within = self.automaton.within
+        if within is not None:
+            starts = [run.start_time for nfa in state.states.values() for runs in nfa.runs.values()
+                      for run in runs]  # fmt: skip
+            if starts:
+                times.append(min(starts) + within)
+        return watermark_after(min(times)) if times else None
+
+    def _process(self, state: RunnerState, rows: Rows) -> list[Match]:
+        found: list[Match] = []
+        for key, groups in groups_by_key(rows, state.events, self.key).items():
+            nfa = state.states.get(key) or self.runtime.new_state()
+            nfa, matches = self.runtime.process(nfa, groups)
+            state.states[key] = nfa
+            found.extend(matches)
+        return found
+
+    def _advance(self, state: RunnerState, rank: int, time: float) -> None:
+        for key, nfa in list(state.states.items()):
+            self.runtime.advance_time(nfa, rank, time)
+            if not nfa.runs:
+                del state.states[key]
+
+    def _tentative(self, state: RunnerState, rows: Rows) -> list[Match]:
+        """The open rank on copies of the states it touches (`QueryRunner._tentative`)."""
+        found: list[Match] = []
+        for key, groups in groups_by_key(rows, state.events, self.key).items():
+            base = state.states.get(key)
+            scratch = scratch_copy(base) if base is not None else self.runtime.new_state()
+            _, matches = self.runtime.process(scratch, groups)
+            found.extend(matches)
+        return found
+
+
+def pending_rank(state: RunnerState) -> tuple[int, float]:
+    """Rank and time of the pending (open) rank's rows."""
+    event = next(e for gpm_rows in state.pending.values() for e, _ in gpm_rows)
+    numbered = state.events[event]
+    return numbered.rank, numbered.event.time.seconds
+
+
+def scratch_copy(state: NfaState) -> NfaState:
+    """A copy `Runtime.process` may change without touching `state`: it
+    replaces or appends to the run lists and never changes a `Run`."""
+    return NfaState(runs={k: list(v) for k, v in state.runs.items()}, last_rank=state.last_rank)
+
+
+def prune(state: RunnerState) -> None:
+    """Keep only the events a live run's path or a pending row refers to: a
+    key's state is rewritten to the state store on every call, so it stays small."""
+    live: set[int] = {event for gpm_rows in state.pending.values() for event, _ in gpm_rows}
+    seen: set[int] = set()
+    for nfa in state.states.values():
+        for runs in nfa.runs.values():
+            for run in runs:
+                node = run.path
+                while node is not None and id(node) not in seen:
+                    seen.add(id(node))
+                    live.update(node[0])
+                    node = node[1]
+    if len(live) < len(state.events):
+        state.events = {i: e for i, e in state.events.items() if i in live}
+
+
+# ---------------------------------------------------------------- frames
+
+_DTYPES: dict[str, Any] = {
+    "key": object, "rank": "int64", "time": "float64", "event": "int64", "gpm": "int32", "mapping": object,
+    "name": object, "lexical": object, "numeric": "bool", "closed": "int64", "clock": "float64",
+    "end": "int64", "count": "int64", "batch": "bool", "events": object, "start_time": "float64",
+    "end_time": "float64", "start_rank": "int64", "end_rank": "int64", "refs": object,
+}  # fmt: skip
+
+
+def typed(columns: Mapping[str, Sequence[object]], names: Sequence[str]) -> pd.DataFrame:
+    """A frame with the dtypes Arrow needs, even when empty (pandas would type
+    empty columns float64, which Arrow cannot turn into strings or maps)."""
+    return pd.DataFrame({name: pd.Series(columns[name], dtype=_DTYPES[name]) for name in names})
+
+
+def match_frame(matches: Sequence[Match], events: Mapping[int, NumberedEvent]) -> pd.DataFrame:
+    """Match rows, each with what its graph says about its events."""
+    refs = []
+    for match in matches:
+        found = [events[i] for i in match.events]
+        refs.append(json.dumps([[n.id, n.event.name, n.event.time.seconds, n.event.time.lexical,
+                                 n.event.time.numeric] for n in found], ensure_ascii=False))  # fmt: skip
+    size = len(matches)
+    return typed(
+        {"batch": [False] * size, "events": [list(m.events) for m in matches],
+         "start_time": [m.start_time for m in matches], "end_time": [m.end_time for m in matches],
+         "start_rank": [m.start_rank for m in matches], "end_rank": [m.end_rank for m in matches],
+         "mapping": [dict(m.mapping) for m in matches], "refs": refs, "end": [-1] * size,
+         "count": [0] * size},
+        OUT_COLUMNS,
+    )  # fmt: skip
+
+
+def batch_frame(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The batch row: where the micro-batch ends (all clock rows agree)."""
+    end = max((int(f["end"].max()) for f in frames), default=-1)
+    count = max((int(f["count"].max()) for f in frames), default=0)
+    return typed(
+        {"batch": [True], "events": [[]], "start_time": [0.0], "end_time": [0.0], "start_rank": [0],
+         "end_rank": [0], "mapping": [{}], "refs": ["[]"], "end": [end], "count": [count]},
+        OUT_COLUMNS,
+    )  # fmt: skip

@@ -1,0 +1,203 @@
+"""Window queries (C-SPARQL, CQELS) evaluated by Oxigraph.
+
+One in-memory store per run holds a copy of the background knowledge base;
+at each evaluation the windows' triples replace the previous ones in their
+graphs (rsep.plugin.windows.plan) and the plan's SPARQL query runs over the
+dataset the dialect defines:
+
+- C-SPARQL: the default graph is the merge of the static `FROM <g>` graphs
+  and the windows. Oxigraph's multi-graph default graph is a union of bags,
+  so a window triple that is also static is not loaded again: the merge
+  stays a set, as the RDF merge is.
+- CQELS: the default graph is the static data (the `FROM <g>` graphs, else
+  the knowledge base's default graph); each window is a named graph.
+
+`FROM <g>` takes g from the knowledge base: the named graph g when the base
+has one, else its default graph (CityBench's `FROM <http://127.0.0.1:9000/...
+/SensorRepository.rdf>` cannot be fetched: load the file with `--kb`). Every
+named graph of the knowledge base stays visible to `GRAPH <g> { ... }`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import pyoxigraph as ox
+
+from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.store.gpm import KnowledgeBase, solutions
+from rsep.plugin.store.rdfio import read_event_file
+from rsep.plugin.windows.output import WindowRun, output_variables
+from rsep.plugin.windows.plan import MERGED_GRAPH, STATIC_GRAPH, Form, WindowPlan
+from rsep.plugin.windows.runtime import Answer, StreamItem, WindowReplay
+from rsep.plugin.windows.timestamp import LATEST_FUNCTION, LATEST_IN_FUNCTION
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+Graph = ox.NamedNode | ox.BlankNode | ox.DefaultGraph
+NamedGraph = ox.NamedNode | ox.BlankNode
+Function = Callable[..., ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple | None]
+Key = tuple[str, str, str]
+
+
+class OxigraphWindows:
+    """Answers a plan's query over window contents (rsep.plugin.windows.runtime.WindowEvaluator)."""
+
+    def __init__(self, plan: WindowPlan, kb: KnowledgeBase) -> None:
+        self.plan = plan
+        self.store = ox.Store()
+        self.store.extend(kb.store.quads_for_pattern(None, None, None, None))
+        self.kb_graphs: list[NamedGraph] = list(self.store.named_graphs())
+        self.static = self._static_graph()
+        graphs = [MERGED_GRAPH] if plan.merged else [w.graph for w in plan.windows]
+        self.window_graphs = [ox.NamedNode(g) for g in graphs]
+        self.default_graph: list[Graph] = [self.static] if self.static is not None else []
+        self.named_graphs: list[NamedGraph] = list(self.kb_graphs)
+        if plan.merged:
+            self.default_graph.extend(self.window_graphs)
+        else:
+            self.named_graphs.extend(self.window_graphs)
+        self.variables: list[str] = []
+        self._triples: dict[str, ox.Triple] = {}
+
+    # ------------------------------------------------------------------ dataset
+
+    def _static_graph(self) -> Graph | None:
+        """The static part of the default graph: the FROM graphs merged, or for CQELS without FROM
+        the knowledge base's default graph; None for C-SPARQL without FROM."""
+        sources: list[Graph] = []
+        for iri in self.plan.static_graphs:
+            node = ox.NamedNode(iri)
+            graph: Graph = node if self.store.contains_named_graph(node) else ox.DefaultGraph()
+            if graph not in sources:
+                sources.append(graph)
+        if not sources:
+            return None if self.plan.merged else ox.DefaultGraph()
+        if len(sources) == 1:
+            return sources[0]
+        merged = ox.NamedNode(STATIC_GRAPH)
+        for source in sources:
+            quads = list(self.store.quads_for_pattern(None, None, None, source))
+            self.store.extend(ox.Quad(q.subject, q.predicate, q.object, merged) for q in quads)
+        return merged
+
+    # ------------------------------------------------------------------ evaluation
+
+    def evaluate(self, contents: Sequence[Sequence[StreamItem]]) -> Answer:
+        self._load(contents)
+        functions = self._functions(contents) if self.plan.timestamps else None
+        results = self.store.query(
+            self.plan.sparql,
+            default_graph=self.default_graph,
+            named_graphs=self.named_graphs,
+            custom_functions=functions,
+        )
+        if self.plan.form is Form.CONSTRUCT:
+            assert isinstance(results, ox.QueryTriples)
+            return Answer(triples=tuple(sorted({f"{triple} ." for triple in results})))
+        if self.plan.form is Form.ASK:
+            return Answer(rows=({},) if bool(results) else ())
+        assert isinstance(results, ox.QuerySolutions)
+        self.variables = [v.value for v in results.variables]
+        rows = solutions(results)
+        if not self.plan.ordered:
+            rows.sort(key=lambda row: tuple(row.get(name, "") for name in self.variables))
+        return Answer(rows=tuple(rows))
+
+    def _load(self, contents: Sequence[Sequence[StreamItem]]) -> None:
+        for graph in self.window_graphs:
+            self.store.clear_graph(graph)
+        quads = []
+        for index, items in enumerate(contents):
+            graph = self.window_graphs[0 if self.plan.merged else index]
+            for item in items:
+                triple = self._triple(item.triple)
+                if self.plan.merged and self._is_static(triple):
+                    continue
+                quads.append(ox.Quad(triple.subject, triple.predicate, triple.object, graph))
+        self.store.extend(quads)
+
+    def _is_static(self, triple: ox.Triple) -> bool:
+        if self.static is None:
+            return False
+        return ox.Quad(triple.subject, triple.predicate, triple.object, self.static) in self.store
+
+    def _triple(self, line: str) -> ox.Triple:
+        triple = self._triples.get(line)
+        if triple is None:
+            quad = next(iter(ox.parse(line, ox.RdfFormat.N_TRIPLES)))
+            triple = self._triples[line] = ox.Triple(quad.subject, quad.predicate, quad.object)
+        return triple
+
+    # ------------------------------------------------------------------ timestamp()
+
+    def _functions(self, contents: Sequence[Sequence[StreamItem]]) -> dict[ox.NamedNode, Function]:
+        """latestTime/latestTimeIn over this evaluation's windows (rsep.plugin.windows.timestamp)."""
+        latest: dict[Key, StreamItem] = {}
+        latest_in: dict[str, dict[Key, StreamItem]] = {}
+        for spec, items in zip(self.plan.windows, contents, strict=True):
+            per_stream = latest_in.setdefault(spec.stream, {})
+            for item in items:
+                triple = self._triple(item.triple)
+                key = (str(triple.subject), str(triple.predicate), str(triple.object))
+                for table in (latest, per_stream):
+                    if key not in table or table[key].ticks < item.ticks:
+                        table[key] = item
+        return {
+            ox.NamedNode(LATEST_FUNCTION): lambda *terms: _latest(latest, terms),
+            ox.NamedNode(LATEST_IN_FUNCTION): lambda stream, *terms: _latest(
+                latest_in.get(getattr(stream, "value", ""), {}), terms
+            ),
+        }
+
+
+def _latest(table: Mapping[Key, StreamItem], terms: Sequence[object]) -> ox.Literal | None:
+    keys = ((str(terms[i]), str(terms[i + 1]), str(terms[i + 2])) for i in range(0, len(terms) - 2, 3))
+    found = [table[key] for key in keys if key in table]
+    if not found:
+        return None
+    return timestamp_literal(max(found, key=lambda item: item.ticks).time)
+
+
+def timestamp_literal(time: Timestamp) -> ox.Literal:
+    """A timestamp as the event file wrote it: an xsd:dateTime, or a number."""
+    if not time.numeric:
+        return ox.Literal(time.lexical, datatype=ox.NamedNode(XSD + "dateTime"))
+    lexical = time.lexical.strip()
+    if any(c in lexical for c in "eE"):
+        datatype = "double"
+    elif "." in lexical:
+        datatype = "decimal"
+    else:
+        datatype = "integer"
+    return ox.Literal(lexical, datatype=ox.NamedNode(XSD + datatype))
+
+
+# --------------------------------------------------------------------------- replay over files
+
+
+class StreamFileError(ValueError):
+    """An event file that does not fit the query (unknown or missing stream)."""
+
+
+def read_window_streams(plan: WindowPlan, files: Sequence[tuple[str, Path]]) -> dict[str, list[GraphEvent]]:
+    """Events per stream IRI of the plan, from (stream IRI, TriG or N-Quads file) pairs."""
+    streams: dict[str, list[GraphEvent]] = {}
+    for index, (iri, path) in enumerate(files):
+        if iri not in plan.streams:
+            known = ", ".join(f"<{s}>" for s in plan.streams)
+            raise StreamFileError(f"unknown stream <{iri}>: the query reads {known}")
+        streams.setdefault(iri, []).extend(read_event_file(path, iri, scope=f"s{index}"))
+    missing = [iri for iri in plan.streams if iri not in streams]
+    if missing:
+        raise StreamFileError(f"no events given for stream <{missing[0]}>: add --stream {missing[0]}=FILE")
+    return streams
+
+
+def replay_windows(plan: WindowPlan, kb: KnowledgeBase, files: Sequence[tuple[str, Path]]) -> WindowRun:
+    """`rsep run` for a window query: read the files, replay, collect what each evaluation answers."""
+    streams = read_window_streams(plan, files)
+    evaluator = OxigraphWindows(plan, kb)
+    evaluations = WindowReplay(plan, evaluator).run(streams)
+    numeric = all(event.time.numeric for events in streams.values() for event in events)
+    return WindowRun(plan, tuple(evaluations), output_variables(plan, evaluator.variables), numeric)

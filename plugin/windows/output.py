@@ -1,0 +1,77 @@
+"""A window query's results, in `rsep run`'s output formats.
+
+`jsonl`: one line per solution per evaluation, in evaluation order,
+`{"start": T, "end": T, "bindings": {"var": "<N-Triples term>"}}` with
+start/end the bounds of that evaluation's windows; a CONSTRUCT evaluation is
+one graph event, `{"start": T, "end": T, "triples": ["<s> <p> <o> .", ...]}`.
+T is a JSON number when every input timestamp was a number, else an
+xsd:dateTime in UTC (`2014-08-01T08:00:03Z`). `srj`: SPARQL 1.1 Query
+Results JSON of every SELECT solution, in the same order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction
+
+from rsep.plugin.results import srj_term
+from rsep.plugin.windows.functions import TICKS_PER_SECOND
+from rsep.plugin.windows.plan import Form, WindowPlan
+from rsep.plugin.windows.runtime import Evaluation
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def format_ticks(ticks: int, numeric: bool) -> int | float | str:
+    """A time for output: seconds as a JSON number, or an xsd:dateTime in UTC."""
+    if numeric:
+        seconds = Fraction(ticks, TICKS_PER_SECOND)
+        return int(seconds) if seconds.denominator == 1 else float(seconds)
+    moment = _EPOCH + timedelta(microseconds=ticks)
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True, slots=True)
+class WindowRun:
+    """Every evaluation that answered something, with what is needed to print it."""
+
+    plan: WindowPlan
+    evaluations: tuple[Evaluation, ...]
+    variables: tuple[str, ...]
+    numeric: bool
+
+    def records(self) -> list[dict[str, object]]:
+        out: list[dict[str, object]] = []
+        for evaluation in self.evaluations:
+            start = format_ticks(evaluation.start, self.numeric)
+            end = format_ticks(evaluation.end, self.numeric)
+            if self.plan.form is Form.CONSTRUCT:
+                out.append({"start": start, "end": end, "triples": list(evaluation.answer.triples)})
+                continue
+            for row in evaluation.answer.rows:
+                out.append({"start": start, "end": end, "bindings": row})
+        return out
+
+    def jsonl(self) -> str:
+        return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in self.records())
+
+    def srj(self) -> str:
+        if self.plan.form is Form.CONSTRUCT:
+            raise ValueError(
+                "--format srj lists solutions; a CONSTRUCT query's results are graph events: "
+                "use --format jsonl"
+            )
+        rows = [row for e in self.evaluations for row in e.answer.rows]
+        bindings = [{k: srj_term(v) for k, v in row.items()} for row in rows]
+        document = {"head": {"vars": list(self.variables)}, "results": {"bindings": bindings}}
+        return json.dumps(document, ensure_ascii=False) + "\n"
+
+
+def output_variables(plan: WindowPlan, seen: Sequence[str]) -> tuple[str, ...]:
+    """The SELECT projection, or for SELECT * the variables Oxigraph reported."""
+    if plan.form is not Form.SELECT:
+        return ()
+    return plan.projection if plan.projection is not None else tuple(seen)

@@ -1,0 +1,184 @@
+"""EventQuery -> WindowPlan: the windows a C-SPARQL or CQELS query reads and the one SPARQL query
+Oxigraph runs at each evaluation.
+
+The query is generated from the syntax tree (never by string surgery):
+
+- C-SPARQL merges every window into one graph (EDBT 2010 §3.2): the runtime
+  loads the windows' triples into MERGED_GRAPH, which joins the static
+  graphs in the query's default graph, and `WindowElement(None, P)` is just P;
+- CQELS matches each window block against its own window (RSEP-QL's
+  `WINDOW w P`, §4.1): each window is loaded into its own named graph and
+  `WindowElement(s, P)` becomes `GRAPH <window graph> { P }`; the static data
+  is the default graph;
+- timestamp() calls become latestTime() calls (rsep.plugin.windows.timestamp);
+- an ASK (SELECT DISTINCT with an empty projection, as the grammar writes it)
+  becomes an ASK query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from rsep.plugin.algebra.events import (
+    RSEP,
+    ConstructForm,
+    EventQuery,
+    MatchElement,
+    ReportPolicy,
+    SelectForm,
+    StreamDecl,
+    Window,
+    WindowElement,
+)
+from rsep.plugin.algebra.serialize import to_sparql
+from rsep.plugin.algebra.sparql import (
+    IRI,
+    AskQuery,
+    ConstructQuery,
+    GraphGraphPattern,
+    GroupPattern,
+    Node,
+    SelectQuery,
+)
+from rsep.plugin.windows.timestamp import (
+    TimestampError,
+    check_no_timestamp,
+    rewrite_timestamps,
+    uses_timestamp,
+)
+from rsep.plugin.windows.tree import rebuild, walk
+
+MERGED_GRAPH = RSEP + "window"
+"""The graph that holds the merged windows of a C-SPARQL query."""
+WINDOW_GRAPH = RSEP + "window-"
+"""Prefix of the graph that holds window i of a CQELS query."""
+STATIC_GRAPH = RSEP + "static"
+"""The merge of several static FROM graphs, when a query names more than one."""
+
+
+class WindowPlanError(ValueError):
+    """A window query the runtime cannot run (the message says why)."""
+
+
+class Form(Enum):
+    SELECT = "select"
+    CONSTRUCT = "construct"
+    ASK = "ask"
+
+
+@dataclass(frozen=True, slots=True)
+class WindowSpec:
+    """One window of the query: the stream it reads, the window function, the graph that holds
+    its content, and the name WindowElements use for it (the alias, else the stream IRI)."""
+
+    stream: str
+    window: Window
+    graph: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class WindowPlan:
+    query: EventQuery
+    windows: tuple[WindowSpec, ...]
+    sparql: str
+    form: Form
+    merged: bool
+    timestamps: bool
+
+    @property
+    def report(self) -> ReportPolicy:
+        return self.query.dialect.report
+
+    @property
+    def streams(self) -> tuple[str, ...]:
+        """The stream IRIs the query reads, each once, in declaration order."""
+        return tuple(dict.fromkeys(w.stream for w in self.windows))
+
+    @property
+    def static_graphs(self) -> tuple[str, ...]:
+        return self.query.static_graphs
+
+    @property
+    def ordered(self) -> bool:
+        """ORDER BY fixes the order of an evaluation's solutions; otherwise the runtime sorts them."""
+        return bool(self.query.modifiers.order_by)
+
+    @property
+    def projection(self) -> tuple[str, ...] | None:
+        form = self.query.form
+        if isinstance(form, SelectForm) and form.projection is not None:
+            return tuple(p.var.name for p in form.projection)
+        return None
+
+
+def is_window_query(query: EventQuery) -> bool:
+    """A query whose pattern reads windows (C-SPARQL, CQELS): the window runtime runs it."""
+    return any(isinstance(node, WindowElement) for node in walk(query.where))
+
+
+def plan_windows(query: EventQuery) -> WindowPlan:
+    """The plan of a window query; WindowPlanError says why a query cannot run."""
+    if any(isinstance(node, MatchElement) for node in walk(query.where)):
+        raise WindowPlanError("event patterns (MATCH, SEQ) together with windows are not supported yet")
+    windows = tuple(_spec(index, decl) for index, decl in enumerate(query.streams))
+    merged = _merged(query.where)
+    try:
+        where = _timestamps(query)
+    except TimestampError as error:
+        raise WindowPlanError(str(error)) from None
+    where = rebuild(where, lambda node: _window_block(node, windows, merged))
+    if len(where.elements) == 1 and isinstance(where.elements[0], GroupPattern):
+        where = where.elements[0]
+    kind, node = _query_node(query, where)
+    return WindowPlan(query, windows, to_sparql(node), kind, merged, uses_timestamp(query.where))
+
+
+def _timestamps(query: EventQuery) -> GroupPattern:
+    """The WHERE pattern with timestamp() evaluated through latestTime(), which only FILTERs may call."""
+    where = rewrite_timestamps(query.where)
+    form = query.form
+    if isinstance(form, SelectForm):
+        for projection in form.projection or ():
+            if projection.expr is not None:
+                check_no_timestamp(projection.expr, "SELECT")
+    check_no_timestamp(query.modifiers, "GROUP BY, HAVING or ORDER BY")
+    check_no_timestamp(where, "BIND or a nested query")
+    return where
+
+
+def _spec(index: int, decl: StreamDecl) -> WindowSpec:
+    if decl.window is None:
+        raise WindowPlanError(f"stream <{decl.iri}> has no window")
+    return WindowSpec(decl.iri, decl.window, f"{WINDOW_GRAPH}{index}", decl.alias or decl.iri)
+
+
+def _merged(where: GroupPattern) -> bool:
+    """C-SPARQL's WindowElement(None, P) merges all windows; CQELS names one per block."""
+    targets = {node.stream is None for node in walk(where) if isinstance(node, WindowElement)}
+    if len(targets) > 1:
+        raise WindowPlanError("a query either merges all windows (C-SPARQL) or names one per block (CQELS)")
+    return targets == {True}
+
+
+def _window_block(node: Node, windows: tuple[WindowSpec, ...], merged: bool) -> Node:
+    if not isinstance(node, WindowElement):
+        return node
+    if merged:
+        return node.pattern
+    matches = [w for w in windows if w.name == node.stream]
+    if not matches:
+        known = ", ".join(f"<{w.name}>" for w in windows)
+        raise WindowPlanError(f"no window is declared for <{node.stream}> (declared: {known})")
+    return GraphGraphPattern(IRI(matches[0].graph), node.pattern)
+
+
+def _query_node(query: EventQuery, where: GroupPattern) -> tuple[Form, Node]:
+    form = query.form
+    if isinstance(form, ConstructForm):
+        return Form.CONSTRUCT, ConstructQuery(form.template, where, modifiers=query.modifiers)
+    if form.projection == ():
+        return Form.ASK, AskQuery(where, modifiers=query.modifiers)
+    select = SelectQuery(form.projection, where, distinct=form.distinct, modifiers=query.modifiers)
+    return Form.SELECT, select

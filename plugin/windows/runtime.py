@@ -1,0 +1,144 @@
+"""The window runtime: replay streams through a plan's windows and evaluate at each time of ET.
+
+For each evaluation time t of the report policy's schedule, each window's
+content is its window function applied to its stream at t
+(rsep.plugin.windows.functions); the evaluator (the Oxigraph adapter,
+rsep.plugin.store.windows) answers the plan's SPARQL query over those
+contents. Within a schedule segment the contents do not change, so the
+answer is computed once per segment and reported at each of its times; an
+empty answer skips the segment. Pure: the evaluator is passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from rsep.plugin.algebra.events import ReportPolicy, Window
+from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.windows.functions import Extent, extent, to_ticks
+from rsep.plugin.windows.plan import WindowPlan
+from rsep.plugin.windows.schedule import ContentChange, Schedule, WindowClose
+
+
+@dataclass(frozen=True, slots=True)
+class StreamItem:
+    """One triple of a stream with its event's timestamp. Time-based windows take every triple of
+    the events they hold, so they hold whole graphs; count windows count triples (C-SPARQL
+    `[RANGE TRIPLES n]`, a stream of triples)."""
+
+    ticks: int
+    time: Timestamp
+    triple: str
+    """One N-Triples statement, `s p o .`"""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What one evaluation returns: solutions (SELECT; one empty solution for a true ASK) as
+    N-Triples terms, or the constructed triples (CONSTRUCT) as N-Triples statements."""
+
+    rows: tuple[dict[str, str], ...] = ()
+    triples: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.rows or self.triples)
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """One evaluation that answered something: its time, the bounds of its windows (the earliest
+    lower bound, exclusive for time-based windows, and the latest upper bound: t' for a sliding
+    window, t for the others) and the answer."""
+
+    time: int
+    start: int
+    end: int
+    answer: Answer
+
+
+class WindowEvaluator(Protocol):
+    """What the runtime needs from a store: the answer over given window contents."""
+
+    def evaluate(self, contents: Sequence[Sequence[StreamItem]]) -> Answer: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StreamContent:
+    """A stream's items in time order, and their ticks (for the window functions' bisection)."""
+
+    times: list[int]
+    items: list[StreamItem]
+
+
+def stream_items(events: Iterable[GraphEvent]) -> StreamContent:
+    """A stream's triples in time order (stable for equal timestamps)."""
+    items = [
+        StreamItem(to_ticks(event.time.seconds), event.time, line)
+        for event in sorted(events, key=lambda e: e.time.seconds)
+        for line in event.ntriples.splitlines()
+        if line.strip()
+    ]
+    return StreamContent([item.ticks for item in items], items)
+
+
+class WindowReplay:
+    """Replays finite streams through a plan's windows."""
+
+    def __init__(self, plan: WindowPlan, evaluator: WindowEvaluator) -> None:
+        self.plan = plan
+        self.evaluator = evaluator
+        self._last: tuple[tuple[tuple[int, int], ...], Answer] | None = None
+
+    def run(self, streams: Mapping[str, Sequence[GraphEvent]]) -> list[Evaluation]:
+        """Every evaluation with a non-empty answer, in time order. `streams` maps each stream
+        IRI of the plan to its events."""
+        events = [event for iri in self.plan.streams for event in streams.get(iri, ())]
+        if not events:
+            return []
+        first = min(to_ticks(event.time.seconds) for event in events)
+        per_stream = {iri: stream_items(streams.get(iri, ())) for iri in self.plan.streams}
+        windows = [(spec.window, per_stream[spec.stream]) for spec in self.plan.windows]
+        schedule = self._schedule(windows, events, first)
+        self._last = None
+        out: list[Evaluation] = []
+        for start, stop in schedule.segments():
+            out.extend(self._stretch(schedule.points(start, stop), windows, first))
+        return out
+
+    def _stretch(
+        self, times: Iterator[int], windows: list[tuple[Window, StreamContent]], first: int
+    ) -> list[Evaluation]:
+        """The evaluations of a stretch of constant window content: one answer, reported at each
+        of its times with that time's window bounds."""
+        t = next(times, None)
+        if t is None:
+            return []
+        extents = [extent(window, stream.times, t, first) for window, stream in windows]
+        answer = self._answer(extents, windows)
+        if not answer:
+            return []
+        out = [_evaluation(t, extents, answer)]
+        for u in times:
+            out.append(_evaluation(u, [extent(w, stream.times, u, first) for w, stream in windows], answer))
+        return out
+
+    def _answer(self, extents: list[Extent], windows: list[tuple[Window, StreamContent]]) -> Answer:
+        """The evaluator's answer over the windows' contents, reused while they do not change."""
+        key = tuple(e.span for e in extents)
+        if self._last is None or self._last[0] != key:
+            contents = [stream.items[e.lo : e.hi] for e, (_, stream) in zip(extents, windows, strict=True)]
+            self._last = (key, self.evaluator.evaluate(contents))
+        return self._last[1]
+
+    def _schedule(
+        self, windows: list[tuple[Window, StreamContent]], events: list[GraphEvent], first: int
+    ) -> Schedule:
+        if self.plan.report is ReportPolicy.WINDOW_CLOSE:
+            return WindowClose([(window, stream.times) for window, stream in windows], first)
+        return ContentChange(to_ticks(event.time.seconds) for event in events)
+
+
+def _evaluation(t: int, extents: Sequence[Extent], answer: Answer) -> Evaluation:
+    return Evaluation(t, min(e.start for e in extents), max(e.end for e in extents), answer)

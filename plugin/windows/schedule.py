@@ -1,0 +1,122 @@
+"""Evaluation times: RSEP-QL's set ET (§3.4), given by the dialect's report policy.
+
+- **Window close** (C-SPARQL): every close of every window, t = k·β for a
+  time-based window, each arrival for a count window, from the first event
+  of the replay until the last close whose window still holds an item.
+- **Content change** (CQELS): every distinct timestamp of an event on one of
+  the query's streams.
+
+A schedule hands the times out in *segments* `[a, b)` within which no
+window's content changes, so that the runtime evaluates a segment once and
+skips it whole when the answer is empty: a day of 1-second closes over
+5-minute readings costs one evaluation per change, not 86,400. Pure.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import pairwise
+from typing import Protocol
+
+from rsep.plugin.algebra.events import CountWindow, LandmarkWindow, NowWindow, TimeWindow, Window
+from rsep.plugin.windows.functions import duration_ticks
+
+
+class Schedule(Protocol):
+    def segments(self) -> Iterator[tuple[int, int]]:
+        """Half-open tick ranges [a, b), in time order, of constant window content."""
+        ...
+
+    def points(self, start: int, stop: int) -> Iterator[int]:
+        """The evaluation times in [start, stop), ascending."""
+        ...
+
+
+class ContentChange:
+    """ET = the distinct event timestamps (a new input triggers an evaluation)."""
+
+    def __init__(self, event_times: Iterable[int]) -> None:
+        self.times = sorted(set(event_times))
+
+    def segments(self) -> Iterator[tuple[int, int]]:
+        return ((t, t + 1) for t in self.times)
+
+    def points(self, start: int, stop: int) -> Iterator[int]:
+        return iter(self.times[bisect_left(self.times, start) : bisect_left(self.times, stop)])
+
+
+class WindowClose:
+    """ET = the closes of the windows, from `first` (the first event) to the last close whose
+    window still holds an item. `windows` pairs each window with its stream's item times."""
+
+    def __init__(self, windows: Sequence[tuple[Window, Sequence[int]]], first: int) -> None:
+        self.windows = windows
+        self.first = first
+        ends = [last_close(window, times) for window, times in windows if times]
+        known = [end for end in ends if end is not None]
+        self.end = max(known) if known else None
+
+    def segments(self) -> Iterator[tuple[int, int]]:
+        if self.end is None or self.end < self.first:
+            return iter(())
+        cuts = {self.first}
+        for window, times in self.windows:
+            cuts.update(change_points(window, times))
+        bounds = sorted(c for c in cuts if self.first <= c <= self.end)
+        bounds.append(self.end + 1)
+        return pairwise(bounds)
+
+    def points(self, start: int, stop: int) -> Iterator[int]:
+        merged = heapq.merge(*(closes_between(w, times, start, stop) for w, times in self.windows))
+        previous = None
+        for point in merged:
+            if point != previous:
+                yield point
+                previous = point
+
+
+def _ceil_to(value: int, step: int) -> int:
+    return -(-value // step) * step
+
+
+def closes_between(window: Window, times: Sequence[int], start: int, stop: int) -> Iterator[int]:
+    """A window's own closes in [start, stop): k·β for a time-based window with a slide, the
+    arrivals for the others (whose content changes on arrival); none for a landmark window."""
+    if isinstance(window, TimeWindow) and window.slide is not None:
+        step = duration_ticks(window.slide)
+        return iter(range(_ceil_to(start, step), stop, step))
+    if isinstance(window, LandmarkWindow):
+        return iter(())
+    lo, hi = bisect_left(times, start), bisect_left(times, stop)
+    return iter(sorted(set(times[lo:hi])))
+
+
+def change_points(window: Window, times: Sequence[int]) -> set[int]:
+    """Times from which the window's content may differ from just before: the first close at or
+    after an item's arrival (it enters) and at or after arrival + α (it leaves). A superset is
+    harmless: an extra cut only costs an extra evaluation."""
+    if isinstance(window, TimeWindow):
+        width = duration_ticks(window.width)
+        if window.slide is None:
+            return {cut for t in times for cut in (t, t + width)}
+        step = duration_ticks(window.slide)
+        return {_ceil_to(cut, step) for t in times for cut in (t, t + width)}
+    return set(times)
+
+
+def last_close(window: Window, times: Sequence[int]) -> int | None:
+    """The last close whose window still holds an item: the largest k·β with t_i <= k·β < t_i + α
+    for a time-based window with a slide, the last arrival for the others."""
+    if isinstance(window, TimeWindow) and window.slide is not None:
+        width, step = duration_ticks(window.width), duration_ticks(window.slide)
+        for t in reversed(times):  # with α < β an item may fall between two windows
+            close = ((t + width - 1) // step) * step
+            if close >= t:
+                return close
+        return None
+    if isinstance(window, LandmarkWindow):
+        return None
+    assert isinstance(window, (TimeWindow, CountWindow, NowWindow))
+    return times[-1]

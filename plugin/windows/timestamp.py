@@ -1,0 +1,136 @@
+"""C-SPARQL's timestamp(?v [, stream]) as SPARQL that Oxigraph evaluates.
+
+C-SPARQL (EDBT 2010, §2.7): the function "returns the timestamp of the RDF
+stream element producing the binding [of ?v] ... If the variable gets bound
+multiple times, the function returns the most recent timestamp". A binding
+of ?v is produced by the triple patterns that mention ?v: in a solution,
+each such pattern is instantiated to one triple, and that triple may occur
+in the windows several times. So timestamp(?v) is the latest occurrence, in
+the evaluation's windows, of any instantiated pattern that mentions ?v (of
+the named stream only, with the second argument).
+
+The rewrite keeps Oxigraph doing the work: inside a FILTER, timestamp(?v)
+becomes a call of the extension function LATEST_FUNCTION (or
+LATEST_IN_FUNCTION) with the subject, predicate and object of every such
+pattern as arguments; the store adapter answers the call from a table of the
+windows' triples and their latest timestamps. The patterns considered are
+those of the FILTER's group and of the plain groups (and window blocks)
+nested in it, where every variable is bound; patterns in OPTIONAL, UNION,
+MINUS or GRAPH blocks are not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rsep.plugin.algebra.analysis import triple_vars
+from rsep.plugin.algebra.events import RSEP, WindowElement
+from rsep.plugin.algebra.sparql import (
+    BGP,
+    IRI,
+    BNode,
+    Expr,
+    Filter,
+    FunctionCall,
+    GroupPattern,
+    Literal,
+    Node,
+    TriplePattern,
+    Var,
+)
+from rsep.plugin.windows.tree import rebuild, walk
+
+TIMESTAMP_FUNCTION = RSEP + "timestamp"
+"""What C-SPARQL's timestamp() parses to (rsep.grammar.csparql.TIMESTAMP_FUNCTION)."""
+LATEST_FUNCTION = RSEP + "latestTime"
+"""latestTime(s1, p1, o1, s2, p2, o2, ...): the latest timestamp of any of these triples in the
+evaluation's windows; unbound (an error) when none of them is a window triple."""
+LATEST_IN_FUNCTION = RSEP + "latestTimeIn"
+"""latestTimeIn(stream, s1, p1, o1, ...): the same, in the window(s) of one stream."""
+
+
+class TimestampError(ValueError):
+    """A timestamp() call rsep cannot evaluate (the message says why)."""
+
+
+def uses_timestamp(node: Node) -> bool:
+    return any(_is_timestamp(n) for n in walk(node))
+
+
+def rewrite_timestamps(pattern: GroupPattern) -> GroupPattern:
+    """`pattern` with timestamp() calls in FILTERs replaced by latestTime calls."""
+    result: GroupPattern = rebuild(pattern, _rewrite_group)
+    return result
+
+
+def check_no_timestamp(node: Node, where: str) -> None:
+    if uses_timestamp(node):
+        raise TimestampError(f"timestamp() may only be used in a FILTER, not in {where}")
+
+
+def _is_timestamp(node: Any) -> bool:
+    return isinstance(node, FunctionCall) and node.name == IRI(TIMESTAMP_FUNCTION)
+
+
+def _rewrite_group(node: Any) -> Any:
+    if not isinstance(node, GroupPattern) or not any(
+        isinstance(e, Filter) and uses_timestamp(e) for e in node.elements
+    ):
+        return node
+    triples = _bound_triples(node)
+    elements = tuple(
+        Filter(rebuild(e.expr, lambda n: _call(n, triples))) if isinstance(e, Filter) else e
+        for e in node.elements
+    )
+    return GroupPattern(elements)
+
+
+def _bound_triples(group: GroupPattern) -> list[TriplePattern]:
+    """Triple patterns of the group and of the plain groups and window blocks nested in it."""
+    found: list[TriplePattern] = []
+    for element in group.elements:
+        if isinstance(element, BGP):
+            found.extend(element.triples)
+        elif isinstance(element, GroupPattern):
+            found.extend(_bound_triples(element))
+        elif isinstance(element, WindowElement):
+            found.extend(_bound_triples(element.pattern))
+    return found
+
+
+def _call(node: Any, triples: list[TriplePattern]) -> Any:
+    if not _is_timestamp(node):
+        return node
+    args = node.args
+    if not args or not isinstance(args[0], Var) or len(args) > 2:
+        raise TimestampError("timestamp takes a variable and, optionally, a stream: timestamp(?v [, <s>])")
+    var: Var = args[0]
+    binding = [t for t in triples if var.name in triple_vars(t)]
+    if not binding:
+        raise TimestampError(
+            f"timestamp(?{var.name}): no triple pattern of the FILTER's group binds ?{var.name}"
+        )
+    terms: list[Expr] = []
+    for triple in binding:
+        terms.extend(_terms(triple, var))
+    if len(args) == 2:
+        return FunctionCall(IRI(LATEST_IN_FUNCTION), (args[1], *terms))
+    return FunctionCall(IRI(LATEST_FUNCTION), tuple(terms))
+
+
+def _terms(triple: TriplePattern, var: Var) -> list[Expr]:
+    parts = (triple.subject, triple.predicate, triple.object)
+    if any(isinstance(p, BNode) for p in parts):
+        raise TimestampError(
+            f"timestamp(?{var.name}): write the patterns that bind ?{var.name} with variables, "
+            "not blank nodes"
+        )
+    if not isinstance(triple.predicate, Var | IRI):
+        raise TimestampError(
+            f"timestamp(?{var.name}): a property path does not bind ?{var.name} through one triple"
+        )
+    terms: list[Expr] = []
+    for part in parts:
+        assert isinstance(part, Var | IRI | Literal)
+        terms.append(part)
+    return terms
