@@ -23,7 +23,7 @@ from lark.visitors import v_args
 from rsep.grammar.sparql_transformer import QueryParts, SparqlTransformer, StaticSemanticsError
 from rsep.plugin.algebra.events import (
     CSPARQL,
-    RSEP,
+    TIMESTAMP_FUNCTION,
     ConstructForm,
     CountWindow,
     Duration,
@@ -36,9 +36,6 @@ from rsep.plugin.algebra.events import (
     WindowElement,
 )
 from rsep.plugin.algebra.sparql import IRI, Expr, FunctionCall, GroupPattern
-
-TIMESTAMP_FUNCTION = RSEP + "timestamp"
-"""C-SPARQL's timestamp(?v [, stream]) (§2.7); rsep.plugin.windows.timestamp evaluates it."""
 
 _UNITS = {
     "MS": TimeUnit.MILLISECONDS,

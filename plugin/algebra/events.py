@@ -40,6 +40,8 @@ DURATION_FUNCTION = RSEP + "duration"
 START_TIME_FUNCTION = RSEP + "startTime"
 END_TIME_FUNCTION = RSEP + "endTime"
 TIME_FUNCTIONS = frozenset({DURATION_FUNCTION, START_TIME_FUNCTION, END_TIME_FUNCTION})
+TIMESTAMP_FUNCTION = RSEP + "timestamp"
+"""C-SPARQL's timestamp(?v [, <stream>]): when the most recent stream triple binding ?v arrived."""
 """Extension functions over the interval of the pattern a FILTER is placed in:
 EP-SPARQL's getDURATION(), getSTARTTIME(), getENDTIME() (§4.1)."""
 

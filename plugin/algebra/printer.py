@@ -77,7 +77,8 @@ def _lines(node: Node, depth: int) -> list[str]:
     if isinstance(node, MatchElement):
         return [f"{pad}MATCH", *_lines(node.pattern, depth + 1)]
     if isinstance(node, WindowElement):
-        return [f"{pad}WINDOW <{node.stream}> {_one_line(node.pattern)}"]
+        name = f"<{node.stream}>" if node.stream else "(all windows merged)"
+        return [f"{pad}WINDOW {name} {_one_line(node.pattern)}"]
     return [pad + " ".join(to_sparql(node).split())]
 
 

@@ -250,9 +250,11 @@ class Runtime:
         checks = [_Outcomes(cand, spec.rebind, share) for cand in self._matches(spec.atom, group, cache)]
         guards: list[_Outcomes] | None = None
         keep: list[Run] = []
+        # Attributes read into locals: the loop below runs for every run at every group.
         within, max_gap, rank, time = self.within, spec.max_gap, group.rank, group.time
+        next_only = spec.strategy is SelectionStrategy.SKIP_TILL_NEXT
         for run in runs:
-            # self._alive(spec, run, rank, time), inlined: this loop runs per run and group
+            # self._alive(spec, run, rank, time), inlined
             if within is not None and time - run.start_time > within:
                 continue
             if max_gap is not None and rank > run.last_rank + max_gap:
@@ -268,9 +270,9 @@ class Runtime:
                     guards = self._guard_checks(spec, group, cache, share)
                 if any(guard.join(run.mapping) is not None for guard in guards):
                     continue
-            if took and spec.strategy is SelectionStrategy.SKIP_TILL_NEXT:
+            if took and next_only:
                 continue
-            if spec.max_gap is not None and group.rank >= run.last_rank + spec.max_gap:
+            if max_gap is not None and rank >= run.last_rank + max_gap:
                 continue
             keep.append(run)
         if share:

@@ -59,6 +59,7 @@ class OxigraphWindows:
             self.named_graphs.extend(self.window_graphs)
         self.variables: list[str] = []
         self._triples: dict[str, ox.Triple] = {}
+        self._loaded: set[ox.Quad] = set()
 
     # ------------------------------------------------------------------ dataset
 
@@ -105,17 +106,20 @@ class OxigraphWindows:
         return Answer(rows=tuple(rows))
 
     def _load(self, contents: Sequence[Sequence[StreamItem]]) -> None:
-        for graph in self.window_graphs:
-            self.store.clear_graph(graph)
-        quads = []
+        """Bring the window graphs to `contents`: windows slide, so only the difference with the
+        previous evaluation is removed and added (clearing a graph scans the store)."""
+        quads = set()
         for index, items in enumerate(contents):
             graph = self.window_graphs[0 if self.plan.merged else index]
             for item in items:
                 triple = self._triple(item.triple)
                 if self.plan.merged and self._is_static(triple):
                     continue
-                quads.append(ox.Quad(triple.subject, triple.predicate, triple.object, graph))
-        self.store.extend(quads)
+                quads.add(ox.Quad(triple.subject, triple.predicate, triple.object, graph))
+        for quad in self._loaded - quads:
+            self.store.remove(quad)
+        self.store.extend(quads - self._loaded)
+        self._loaded = quads
 
     def _is_static(self, triple: ox.Triple) -> bool:
         if self.static is None:

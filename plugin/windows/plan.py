@@ -17,6 +17,7 @@ The query is generated from the syntax tree (never by string surgery):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import Enum
 
@@ -55,6 +56,7 @@ WINDOW_GRAPH = RSEP + "window-"
 """Prefix of the graph that holds window i of a CQELS query."""
 STATIC_GRAPH = RSEP + "static"
 """The merge of several static FROM graphs, when a query names more than one."""
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
 class WindowPlanError(ValueError):
@@ -122,6 +124,7 @@ def plan_windows(query: EventQuery) -> WindowPlan:
     """The plan of a window query; WindowPlanError says why a query cannot run."""
     if any(isinstance(node, MatchElement) for node in walk(query.where)):
         raise WindowPlanError("event patterns (MATCH, SEQ) together with windows are not supported yet")
+    _check_absolute(query)
     windows = tuple(_spec(index, decl) for index, decl in enumerate(query.streams))
     merged = _merged(query.where)
     try:
@@ -146,6 +149,14 @@ def _timestamps(query: EventQuery) -> GroupPattern:
     check_no_timestamp(query.modifiers, "GROUP BY, HAVING or ORDER BY")
     check_no_timestamp(where, "BIND or a nested query")
     return where
+
+
+def _check_absolute(query: EventQuery) -> None:
+    """Oxigraph runs the generated query without a base, so every IRI must be absolute."""
+    iris = [node.value for node in walk((query.form, query.where, query.modifiers)) if isinstance(node, IRI)]
+    for iri in [*iris, *query.static_graphs, *(s.iri for s in query.streams)]:
+        if not _SCHEME.match(iri):
+            raise WindowPlanError(f"<{iri}> is a relative IRI: declare a BASE <...> in the query")
 
 
 def _spec(index: int, decl: StreamDecl) -> WindowSpec:

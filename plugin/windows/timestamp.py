@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from rsep.plugin.algebra.analysis import triple_vars
-from rsep.plugin.algebra.events import RSEP, WindowElement
+from rsep.plugin.algebra.events import RSEP, TIMESTAMP_FUNCTION, WindowElement
 from rsep.plugin.algebra.sparql import (
     BGP,
     IRI,
@@ -40,8 +40,6 @@ from rsep.plugin.algebra.sparql import (
 )
 from rsep.plugin.windows.tree import rebuild, walk
 
-TIMESTAMP_FUNCTION = RSEP + "timestamp"
-"""What C-SPARQL's timestamp() parses to (rsep.grammar.csparql.TIMESTAMP_FUNCTION)."""
 LATEST_FUNCTION = RSEP + "latestTime"
 """latestTime(s1, p1, o1, s2, p2, o2, ...): the latest timestamp of any of these triples in the
 evaluation's windows; unbound (an error) when none of them is a window triple."""

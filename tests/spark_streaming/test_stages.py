@@ -1,0 +1,317 @@
+"""The Spark streaming job's logic without a SparkSession: reading the log from
+an offset, reproducible batches, the per-key NFA with pending ranks and
+timeouts, background snapshots. `simulation.Job` plays Spark's part."""
+
+from __future__ import annotations
+
+import pickle
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rsep.grammar import parse_event_query
+from rsep.plugin.compile.plan import compile_query
+from rsep.plugin.log import EventLog, LogRecord
+from rsep.plugin.service.matches import match_iri
+from rsep.plugin.spark.log_source import SnapshotFiles, read_log
+from rsep.plugin.spark.stream_stages import (
+    TIME_HIGH,
+    TIME_LOW,
+    event_time_seconds,
+    time_below_watermark,
+    watermark_after,
+)
+from rsep.plugin.spark.streaming import summary
+from rsep.plugin.store.gpm import KnowledgeBase
+from tests.service.support import OTHER, QUERIES, S1, S2, event, plan_of, records, reference
+from tests.spark.conftest import knowledge_base
+from tests.spark_streaming.simulation import Job, event_time_micros
+
+QID = "0123456789abcdef"
+
+
+def appended(folder: Path, events, cuts=(), segment_size: int = 5) -> EventLog:
+    """A log with `events` appended as requests cut at `cuts`."""
+    log = EventLog(folder, segment_size=segment_size)
+    bounds = [0, *sorted({c for c in cuts if 0 < c < len(events)}), len(events)]
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        log.append(events[start:end])
+    return log
+
+
+# --------------------------------------------------------------------------- the log
+
+
+def test_reading_resumes_from_any_offset_across_segments(tmp_path):
+    events = [event(i, f"e{i}") for i in range(13)]
+    appended(tmp_path, events, cuts=[3, 4, 8, 9], segment_size=4)
+    assert len(list(tmp_path.glob("*.jsonl"))) == 3
+    everything = read_log(tmp_path, 0)
+    assert [r.position for r in everything.records] == list(range(13))
+    assert [r.event for r in everything.records] == events
+    for cut in range(14):
+        head = read_log(tmp_path, 0, stop=cut)
+        tail = read_log(tmp_path, head.position, head.segment, head.byte)
+        assert head.position == cut
+        assert [r.position for r in head.records + tail.records] == list(range(13)), cut
+        limited = read_log(tmp_path, cut, limit=2)  # finds the segment itself
+        assert [r.position for r in limited.records] == list(range(cut, min(cut + 2, 13)))
+
+
+def test_a_line_still_being_written_is_not_read(tmp_path):
+    log = appended(tmp_path, [event(1, "a"), event(2, "b")], cuts=[1])
+    (segment,) = tmp_path.glob("*.jsonl")
+    line = '[2, [["urn:t:s1", "<urn:t:c>", 3.0, "3", true, ""]]]\n'
+    with open(segment, "a") as handle:
+        handle.write(line[:20])
+    span = read_log(tmp_path, 0)
+    assert span.position == 2 and len(span.records) == 2
+    with open(segment, "a") as handle:
+        handle.write(line[20:])
+    rest = read_log(tmp_path, span.position, span.segment, span.byte)
+    assert [(r.position, r.event.name) for r in rest.records] == [(2, "<urn:t:c>")]
+    assert log.next_position == 2  # (the writer's own view is not ours to change)
+
+
+# --------------------------------------------------------------------------- event time
+
+
+def test_event_times_map_to_positive_pandas_timestamps_in_order():
+    times = [TIME_LOW - 5, -1e9, -1.5, 0.0, 0.0005, 1.0, 1.7e9, 4e9, TIME_HIGH + 1]
+    values = [event_time_seconds(t) for t in times]
+    assert values == sorted(values) and values[0] > 0
+    assert max(values) * 1e9 < 2**63  # nanoseconds fit pandas' datetime64[ns]
+
+
+@pytest.mark.parametrize("seconds", [0.0, 0.0004, 1.0, 17.25, 1.7e9 + 0.123456, -3.5, 4.9e9])
+def test_a_watermark_read_back_never_exceeds_the_newest_time(seconds):
+    newest_ms = event_time_micros(seconds) // 1000
+    for delay in (1,):
+        now = time_below_watermark(newest_ms - delay)
+        assert now is not None and now <= seconds
+        assert seconds - now < 0.01
+    timeout = watermark_after(seconds)
+    assert time_below_watermark(timeout + 1) > seconds  # past the timeout, `seconds` is history
+    assert time_below_watermark(0) is None
+
+
+# --------------------------------------------------------------------------- the job
+
+
+_KINDS = {S1: ["a", "c", "c"], S2: ["b", "b", "a"], OTHER: ["a", "b", "c"]}
+_event = st.tuples(
+    st.sampled_from([0, 0, 1, 1, 2, 9]),  # time increment: 0 repeats a timestamp, 9 outlives WITHIN
+    st.sampled_from([S1, S1, S2, S2, OTHER]),
+    st.sampled_from(["k1", "k1", "k2", "k3"]),
+    st.integers(0, 2),
+    st.integers(0, 4),
+)
+
+
+def _events(spec, start=0):
+    time, out = start, []
+    for i, (step, stream, key, kind, val) in enumerate(spec):
+        time += step
+        out.append(event(time, f"e{i}", stream, key, _KINDS[stream][kind], val))
+    return out
+
+
+def run_job(job: Job, log: EventLog, events, cuts, crashes=frozenset()):
+    """Append `events` in requests cut at `cuts`, running every batch the job
+    plans after each request; batches numbered in `crashes` are cut short
+    once (run without commit, then run again by a new planner)."""
+    found = {}
+    bounds = [0, *sorted({c for c in cuts if 0 < c < len(events)}), len(events)]
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        log.append(events[start:end])
+        while (offset := job.plan_batch()) is not None:
+            if job.batches in crashes:
+                job.run_batch(offset, commit=False)
+                job.new_reader()
+            matches, _ = job.run_batch(offset)
+            for match, refs in matches:
+                found[match_iri(QID, match)] = (match, refs)
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(QUERIES))
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    spec=st.lists(_event, min_size=1, max_size=22),
+    cuts=st.lists(st.integers(1, 21), max_size=6),
+    max_records=st.sampled_from([2, 3, 10_000]),
+    crashes=st.sets(st.integers(0, 12), max_size=3),
+)
+def test_any_split_and_any_replayed_batch_give_the_matches_of_replay(name, spec, cuts, max_records, crashes):
+    events = _events(spec)
+    plan = plan_of(name)
+    expected = {match_iri(QID, m): m for m in reference(plan, records(events))}
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        log = EventLog(root / "log", segment_size=7)
+        job = Job(plan, root / "log", root / "kb", max_records=max_records)
+        found = run_job(job, log, events, cuts, crashes)
+    assert sorted(found) == sorted(expected)
+    for iri, (match, refs) in found.items():
+        assert match.events == expected[iri].events
+        assert [(r.position, r.name, r.time) for r in refs] == [
+            (i, events[i].name, events[i].time) for i in match.events
+        ]
+
+
+def test_a_match_at_the_newest_timestamp_is_found_at_once():
+    plan = plan_of("any")
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        log = EventLog(root / "log")
+        job = Job(plan, root / "log", root / "kb")
+        log.append([event(1, "a1", val=1), event(2, "c1", kind="c", val=2)])
+        matches, end = job.run_batch(job.plan_batch())
+        assert end == 2 and [refs[-1].name for _, refs in matches] == ["<urn:t:c1>"]
+        log.append([event(2, "c2", kind="c", val=3)])  # the same timestamp, a later request
+        matches, _ = job.run_batch(job.plan_batch())
+        assert sorted(refs[-1].name for _, refs in matches) == ["<urn:t:c1>", "<urn:t:c2>"]
+        assert [k for k, v in job.state.items() if pickle.loads(v)] == ['["<urn:t:k1>"]']
+
+
+def test_keys_without_new_rows_expire_their_runs_and_close_their_pending_rank():
+    plan = plan_of("kleene")  # WITHIN 6 SECONDS
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        log = EventLog(root / "log")
+        job = Job(plan, root / "log", root / "kb")
+        log.append([event(1, "a1", key="k1", val=1), event(2, "b1", S2, key="k1", kind="b"),
+                    event(3, "a2", key="k2", val=1)])  # fmt: skip
+        job.run_batch(job.plan_batch())
+        assert set(job.state) == {'["<urn:t:k1>"]', '["<urn:t:k2>"]'}  # k2 only pending (rank 2 open)
+        log.append([event(5, "x", OTHER)])
+        job.run_batch(job.plan_batch())  # k2 gets no rows: its pending rank closes on its timeout...
+        assert set(job.timeouts) == set(job.state)
+        log.append([event(20, "y", OTHER)])
+        job.run_batch(job.plan_batch())  # ... and once time 20 is seen, both keys' runs are past WITHIN
+        log.append([event(21, "z", OTHER)])
+        job.run_batch(job.plan_batch())
+        assert job.state == {} and job.timeouts == {}
+
+
+def test_events_at_time_zero_and_before_1970_are_not_dropped_as_late():
+    plan = plan_of("any")
+    events = [event(-5, "a0", val=0), event(0, "a1", val=1), event(0, "c0", kind="c", val=3),
+              event(0, "c1", kind="c", val=2)]  # fmt: skip
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        job = Job(plan, root / "log", root / "kb")
+        found = run_job(job, EventLog(root / "log"), events, cuts=[1, 2, 3])
+    assert sorted(found) == sorted(match_iri(QID, m) for m in reference(plan, records(events)))
+    assert len(found) == 2  # a0 with c0 and c1 (a1 shares their timestamp)
+
+
+# --------------------------------------------------------------------------- background knowledge
+
+KB_QUERY = f"""
+SELECT ?k ?band
+FROM STREAM S1 <{S1}>
+WHERE {{ SEQ (A : C)
+  DEFINE GPM A ON S1 {{ ?k <urn:t:kind> "a" ; <urn:t:val> ?v1 . GRAPH <urn:kb> {{ ?v1 <urn:holds> ?band }} }}
+  DEFINE GPM C ON S1 {{ ?k <urn:t:kind> "c" }} }}
+"""
+
+
+def test_batches_follow_the_snapshot_their_offsets_name_also_when_replayed():
+    plan = compile_query(parse_event_query(KB_QUERY))
+    assert plan.gpms[0].kb_query is not None
+    low = knowledge_base('1 <urn:holds> "low"').snapshot(plan.gpms)
+    high = knowledge_base('1 <urn:holds> "high"').snapshot(plan.gpms)
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        files = SnapshotFiles(root / "kb")
+        first = files.publish(pickle.dumps(low), "a" * 64)
+        log = EventLog(root / "log")
+        job = Job(plan, root / "log", root / "kb", background=low, broadcast_id=first)
+        log.append([event(1, "a1", val=1), event(2, "c1", kind="c")])
+        matches, _ = job.run_batch(job.plan_batch())
+        assert [m.mapping["band"] for m, _ in matches] == ['"low"']
+        log.append([event(3, "a2", val=1), event(4, "c2", kind="c")])
+        end = job.plan_batch()
+        second = files.publish(pickle.dumps(high), "b" * 64)  # the KB changed after planning
+        assert end["kb"] == first and files.current() == second
+        replayed, _ = job.run_batch(end, commit=False)
+        job.new_reader()
+        matches, _ = job.run_batch(end)
+        assert [m.mapping["band"] for m, _ in replayed] == [m.mapping["band"] for m, _ in matches]
+        log.append([event(5, "a3", val=1), event(6, "c3", kind="c")])
+        matches, _ = job.run_batch(job.plan_batch())  # planned after: the new snapshot, attached
+        assert sorted({m.mapping["band"] for m, _ in matches}) == ['"high"', '"low"']
+        assert {m.events[0] for m, _ in matches if m.mapping["band"] == '"high"'} == {4}
+        assert sorted(p.stem for p in (root / "kb").glob("*.pkl")) == [second]  # collected on commit
+
+
+def test_no_snapshot_files_for_a_query_without_background():
+    plan = plan_of("any")
+    from rsep.plugin.spark.streaming import KbPublisher
+
+    with tempfile.TemporaryDirectory() as folder:
+        publisher = KbPublisher(KnowledgeBase(), plan, Path(folder) / "kb")
+        publisher.refresh()
+        assert not publisher.needed and publisher.current_id == "" and not (Path(folder) / "kb").exists()
+
+
+def test_a_publisher_writes_a_snapshot_only_when_the_answers_change(tmp_path):
+    from rsep.plugin.spark.streaming import KbPublisher
+
+    plan = compile_query(parse_event_query(KB_QUERY))
+    kb = knowledge_base('1 <urn:holds> "low"')
+    publisher = KbPublisher(kb, plan, tmp_path / "kb")
+    publisher.refresh()
+    first = publisher.current_id
+    kb.touch()  # e.g. a match graph written: the version moves, the answers do not
+    publisher.refresh()
+    assert publisher.current_id == first
+    kb.store.update('INSERT DATA { GRAPH <urn:kb> { 2 <urn:holds> "two" } }')
+    kb.touch()
+    publisher.refresh()
+    assert publisher.current_id != first and SnapshotFiles(tmp_path / "kb").current() == publisher.current_id
+    again = KbPublisher(kb, plan, tmp_path / "kb")  # after a restart: the same content is not republished
+    again.refresh()
+    assert again.current_id == publisher.current_id
+
+
+def test_a_failure_is_summed_up_by_the_python_exception_line():
+    message = (
+        "An exception was raised by the Python Proxy. Return Message: Traceback (most recent call last):\n"
+        '  File "x.py", line 3, in f\n    raise ValueError("bad")\nValueError: bad\n\n'
+        "\tat py4j.Protocol.getReturnValue(Protocol.java:476)\n"
+        "Caused by: org.apache.spark.SparkException: whatever\n"
+    )
+    assert summary(message) == "ValueError: bad"
+    assert summary("just one line") == "just one line"
+
+
+def test_a_query_without_within_keeps_its_runs_without_timeouts():
+    plan = compile_query(parse_event_query(QUERIES["kleene"].replace("WITHIN 6 SECONDS\n", "")))
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        job = Job(plan, root / "log", root / "kb")
+        log = EventLog(root / "log")
+        log.append([event(1, "a1", val=1), event(2, "x", OTHER)])
+        job.run_batch(job.plan_batch())
+        assert list(job.state) == ['["<urn:t:k1>"]'] and job.timeouts == {}
+
+
+def test_the_clock_range_constants_are_ordered():
+    assert TIME_LOW < 0 < TIME_HIGH
+
+
+def test_log_records_of_other_streams_still_move_the_position():
+    plan = plan_of("any")
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        log = EventLog(root / "log")
+        job = Job(plan, root / "log", root / "kb")
+        log.append([event(1, "x", OTHER), event(2, "y", OTHER)])
+        _, end = job.run_batch(job.plan_batch())
+        assert end == 2 and job.offset["events"] == 0
+        assert LogRecord(0, event(1, "x", OTHER)).position == 0
