@@ -10,10 +10,10 @@ import pytest
 from lark.load_grammar import FromPackageLoader, PackageResource
 
 from rsep.grammar import parse_event_query
-from rsep.grammar.csparql import TIMESTAMP_FUNCTION
 from rsep.grammar.parser import SparqlSyntaxError
 from rsep.plugin.algebra.events import (
     CSPARQL,
+    TIMESTAMP_FUNCTION,
     ConstructForm,
     CountWindow,
     Duration,
@@ -25,7 +25,6 @@ from rsep.plugin.algebra.events import (
     WindowElement,
 )
 from rsep.plugin.algebra.sparql import IRI, Aggregate, Filter, FunctionCall, GroupPattern, Var
-from rsep.plugin.windows import timestamp
 
 S = "http://example.org/s"
 BODY = "WHERE { ?s ?p ?o }"
@@ -103,7 +102,6 @@ def test_computed_every_must_match_the_step():
 
 
 def test_timestamp_parses_to_the_extension_function():
-    assert TIMESTAMP_FUNCTION == timestamp.TIMESTAMP_FUNCTION
     where = f"WHERE {{ ?s ?p ?o FILTER(TimeStamp(?s, <{S}>) > 3) }}"
     query = parse(f"SELECT ?s FROM STREAM <{S}> [RANGE 1s STEP 1s] {where}")
     pattern = query.where.elements[0].pattern
