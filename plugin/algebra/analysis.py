@@ -8,6 +8,7 @@ variables an expression reads (to decide where a FILTER can run).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import reduce
 
 from rsep.plugin.algebra.sparql import (
@@ -184,3 +185,22 @@ def _expr_graph_names(expr: Expr) -> frozenset[str | None]:
     elif isinstance(expr, FunctionCall):
         children = expr.args
     return reduce(frozenset.union, map(_expr_graph_names, children), frozenset())
+
+
+def map_expr(expr: Expr, replace_node: Callable[[Expr], Expr | None]) -> Expr:
+    """Rebuild an expression bottom-up, letting `replace_node` substitute any
+    sub-expression (return None to keep it). Patterns inside EXISTS are kept."""
+    found = replace_node(expr)
+    if found is not None:
+        return found
+    if isinstance(expr, BinaryOp):
+        return BinaryOp(expr.op, map_expr(expr.left, replace_node), map_expr(expr.right, replace_node))
+    if isinstance(expr, UnaryOp):
+        return UnaryOp(expr.op, map_expr(expr.operand, replace_node))
+    if isinstance(expr, In):
+        options = tuple(map_expr(o, replace_node) for o in expr.options)
+        return In(map_expr(expr.expr, replace_node), options, expr.negated)
+    if isinstance(expr, FunctionCall):
+        args = tuple(map_expr(a, replace_node) for a in expr.args)
+        return FunctionCall(expr.name, args, expr.distinct)
+    return expr

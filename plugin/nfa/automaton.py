@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Union
 
-from rsep.plugin.algebra.events import SelectionStrategy
+from rsep.plugin.algebra.events import ConsumptionPolicy, SelectionStrategy
 from rsep.plugin.algebra.sparql import Expr
 
 
@@ -68,6 +68,46 @@ class Action(Enum):
     """Move to the target without consuming (folded into guards at compile time)."""
 
 
+class Relation(Enum):
+    """How a remembered solution of an optional side relates in time to the
+    mandatory side, for an anti-join (EP-SPARQL's optional operators)."""
+
+    BEFORE_START = "ends before the mandatory side starts"  # OPTIONALSEQ (SeqRightJoin)
+    SAME_INTERVAL = "has the same interval"  # EQUALSOPTIONAL (EqLeftJoin)
+    BEFORE_END = "ends before the mandatory side ends"  # OPTIONAL (LeftJoin)
+
+
+@dataclass(frozen=True, slots=True)
+class AntiJoin:
+    """At acceptance: the match stands only if no remembered solution of the
+    auxiliary pattern `aux` is compatible with it and `relation`-related to
+    the interval of its steps `steps`."""
+
+    aux: int
+    steps: frozenset[int]
+    relation: Relation
+
+
+@dataclass(frozen=True, slots=True)
+class IntervalSpec:
+    """What a state of an interval pattern (EP-SPARQL) checks beyond its atom.
+
+    `step` is the index of the step this state takes; the candidate must
+    start after the end of every step in `after` (SeqJoin); `equal` pairs of
+    step sets must span equal intervals (EqJoin) and `filters` FILTERs over
+    the interval of their steps hold — both checked once all their steps are
+    taken; `anti` is checked when the match completes; an accepting state
+    with `records` set remembers its solutions for anti-joins instead of
+    reporting them."""
+
+    step: int
+    after: frozenset[int] = frozenset()
+    equal: tuple[tuple[frozenset[int], frozenset[int]], ...] = ()
+    filters: tuple[tuple[frozenset[int], Expr], ...] = ()
+    anti: tuple[AntiJoin, ...] = ()
+    records: int | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class State:
     """Where a run waits for one element.
@@ -89,6 +129,7 @@ class State:
     rebind: frozenset[str]
     after_take: tuple[int, ...]
     accepting: bool
+    interval: IntervalSpec | None = None
 
     def edges(self) -> tuple[tuple[Action, int | None], ...]:
         """(action, target) pairs, for compiler tests and dumps; target None = accept."""
@@ -118,6 +159,10 @@ class Automaton:
     initial: tuple[int, ...]
     residuals: tuple[tuple[ResidualFilter, ...], ...]
     within: float | None
+    policy: ConsumptionPolicy = ConsumptionPolicy.UNRESTRICTED
+    """Unrestricted: every run takes every compatible event. Chronological /
+    recent (RSEP-QL SEQ^c / SEQ^r with consumption): each event is taken by the
+    earliest / latest waiting run only, and the inputs of a match are consumed."""
 
     def dump(self) -> str:
         """A readable listing of the automaton, one line per state."""

@@ -23,18 +23,21 @@ from collections.abc import Sequence as Seq
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
-from rsep.plugin.algebra.events import SelectionStrategy
+from rsep.plugin.algebra.events import ConsumptionPolicy, SelectionStrategy
 from rsep.plugin.algebra.sparql import Aggregate, Exists, FunctionCall
 from rsep.plugin.expr import compile_filter
 from rsep.plugin.nfa.automaton import (
+    AntiJoin,
     Atom,
     Automaton,
     ConjunctionAtom,
     DisjunctionAtom,
     GpmAtom,
+    IntervalSpec,
     State,
     atom_gpms,
 )
+from rsep.plugin.nfa.intervals import IntervalChecks, Span, Spans, hull, relation_holds
 
 Mapping_ = dict[str, str]
 Path = tuple[tuple[int, ...], Any] | None
@@ -49,6 +52,9 @@ class Group:
     time: float
     rows: Mapping[int, Seq[tuple[int, Mapping[str, str]]]]
     """GPM index -> (event id, solution mapping) pairs."""
+    starts: Mapping[int, float] | None = None
+    """Start times of events that span an interval (derived events); others
+    start when they end, at `time`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +76,17 @@ class Match:
 class Run:
     """A partial match waiting in one state."""
 
-    __slots__ = ("last_rank", "mapping", "path", "start_rank", "start_time", "state")
+    __slots__ = ("last_rank", "mapping", "path", "spans", "start_rank", "start_time", "state")
 
     def __init__(
-        self, state: int, mapping: Mapping_, start_time: float, start_rank: int, last_rank: int, path: Path
+        self,
+        state: int,
+        mapping: Mapping_,
+        start_time: float,
+        start_rank: int,
+        last_rank: int,
+        path: Path,
+        spans: Spans | None = None,
     ) -> None:
         self.state = state
         self.mapping = mapping
@@ -81,12 +94,30 @@ class Run:
         self.start_rank = start_rank
         self.last_rank = last_rank
         self.path = path
+        self.spans = spans
+        """(start, end) of each step taken, for interval patterns only."""
 
     def __getstate__(self) -> tuple[object, ...]:
-        return (self.state, self.mapping, self.start_time, self.start_rank, self.last_rank, self.path)
+        return (
+            self.state,
+            self.mapping,
+            self.start_time,
+            self.start_rank,
+            self.last_rank,
+            self.path,
+            self.spans,
+        )
 
     def __setstate__(self, data: tuple[Any, ...]) -> None:
-        (self.state, self.mapping, self.start_time, self.start_rank, self.last_rank, self.path) = data
+        (
+            self.state,
+            self.mapping,
+            self.start_time,
+            self.start_rank,
+            self.last_rank,
+            self.path,
+            self.spans,
+        ) = data
 
 
 @dataclass(slots=True)
@@ -95,6 +126,8 @@ class NfaState:
 
     runs: dict[int, list[Run]] = field(default_factory=dict)
     last_rank: int = -1
+    history: dict[int, list[tuple[Mapping_, Span]]] = field(default_factory=dict)
+    """Per auxiliary pattern, its solutions so far (for anti-joins)."""
 
     def run_count(self) -> int:
         return sum(map(len, self.runs.values()))
@@ -151,14 +184,28 @@ class _Outcomes:
             ok = self.seen.get(key)
             if ok is False:
                 return None
-        base = {k: v for k, v in mapping.items() if k not in self.rebind} if self.rebind else mapping
         if key is None:
-            return _checked(self.cand, base)
+            return _checked(self.cand, mapping, self.rebind)
         if ok:
-            return {**base, **self.cand.mapping}
-        joined = _checked(self.cand, base)
+            return _merged(mapping, self.cand.mapping, self.rebind)
+        joined = _checked(self.cand, mapping, self.rebind)
         self.seen[key] = joined is not None
         return joined
+
+
+class _Step:
+    """Everything one timestamp's processing accumulates."""
+
+    __slots__ = ("born", "cache", "consumed", "deferred", "group", "matches", "state")
+
+    def __init__(self, state: NfaState, group: Group) -> None:
+        self.state = state
+        self.group = group
+        self.cache: dict[Atom, list[_Candidate]] = {}
+        self.born: list[Run] = []
+        self.matches: dict[tuple[object, ...], Match] = {}
+        self.deferred: list[tuple[IntervalSpec, Match, Spans | None]] = []
+        self.consumed: set[int] = set()
 
 
 class Runtime:
@@ -180,6 +227,8 @@ class Runtime:
         self._initial = [automaton.states[i] for i in automaton.initial]
         self._touched_by: dict[tuple[int, ...], tuple[State, ...]] = {}
         self._share_pause: dict[int, int] = {}
+        self._intervals = {s.id: IntervalChecks(s.interval) for s in automaton.states if s.interval}
+        self._selective = automaton.policy is not ConsumptionPolicy.UNRESTRICTED
 
     def new_state(self) -> NfaState:
         return NfaState()
@@ -207,27 +256,34 @@ class Runtime:
                 state.runs[state_id] = alive
             else:
                 del state.runs[state_id]
+        if self.within is not None:
+            horizon = time - self.within
+            for aux, remembered in list(state.history.items()):
+                state.history[aux] = [(m, span) for m, span in remembered if span[1] >= horizon]
         state.last_rank = max(state.last_rank, rank)
         return state
 
     # ------------------------------------------------------------------ one timestamp
 
     def _process_group(self, state: NfaState, group: Group) -> list[Match]:
-        cache: dict[Atom, list[_Candidate]] = {}
-        born: list[Run] = []
-        matches: dict[tuple[object, ...], Match] = {}
+        step = _Step(state, group)
         for spec in self._touched(tuple(group.rows)):
             runs = state.runs.get(spec.id)
             if runs:
-                state.runs[spec.id] = self._advance_runs(spec, runs, group, cache, born, matches)
+                state.runs[spec.id] = self._advance_runs(spec, runs, step)
         for spec in self._initial:
-            for cand in self._matches(spec.atom, group, cache):
+            for cand in self._matches(spec.atom, group, step.cache):
+                if step.consumed and not step.consumed.isdisjoint(cand.events):
+                    continue
                 mapping = _checked(cand, {})
                 if mapping is not None:
-                    self._spawn(spec, None, cand.events, mapping, group, born, matches)
-        for run in born:
+                    self._spawn(spec, None, cand.events, mapping, step)
+        for run in step.born:
             state.runs.setdefault(run.state, []).append(run)
-        return list(matches.values())
+        self._resolve_anti_joins(step)
+        if self._selective and step.matches:
+            self._consume(state, step)
+        return list(step.matches.values())
 
     def _touched(self, gpms: tuple[int, ...]) -> tuple[State, ...]:
         """The states a group with rows of `gpms` concerns (few distinct sets: cached)."""
@@ -237,17 +293,12 @@ class Runtime:
             found = self._touched_by[gpms] = tuple(touched.values())
         return found
 
-    def _advance_runs(
-        self,
-        spec: State,
-        runs: list[Run],
-        group: Group,
-        cache: dict[Atom, list[_Candidate]],
-        born: list[Run],
-        matches: dict[tuple[object, ...], Match],
-    ) -> list[Run]:
+    def _advance_runs(self, spec: State, runs: list[Run], step: _Step) -> list[Run]:
+        if self._selective:
+            return self._select_runs(spec, runs, step)
+        group = step.group
         share = self._sharing(spec, runs)
-        checks = [_Outcomes(cand, spec.rebind, share) for cand in self._matches(spec.atom, group, cache)]
+        checks = [_Outcomes(cand, spec.rebind, share) for cand in self._matches(spec.atom, group, step.cache)]
         guards: list[_Outcomes] | None = None
         keep: list[Run] = []
         # Attributes read into locals: the loop below runs for every run at every group.
@@ -262,12 +313,11 @@ class Runtime:
             took = False
             for check in checks:
                 joined = check.join(run.mapping)
-                if joined is not None:
+                if joined is not None and self._spawn(spec, run, check.cand.events, joined, step):
                     took = True
-                    self._spawn(spec, run, check.cand.events, joined, group, born, matches)
             if spec.guards:
                 if guards is None:
-                    guards = self._guard_checks(spec, group, cache, share)
+                    guards = self._guard_checks(spec, group, step.cache, share)
                 if any(guard.join(run.mapping) is not None for guard in guards):
                     continue
             if took and next_only:
@@ -278,6 +328,27 @@ class Runtime:
         if share:
             self._learn_sharing(spec, [*checks, *(guards or ())])
         return keep
+
+    def _select_runs(self, spec: State, runs: list[Run], step: _Step) -> list[Run]:
+        """Chronological / recent selection (RSEP-QL SEQ^c, SEQ^r): each event
+        is taken by the earliest / latest waiting run it fits, and that run's
+        inputs move on with it (they are consumed from this state)."""
+        group = step.group
+        alive = [r for r in runs if self._alive(spec, r, group.rank, group.time)]
+        order = sorted(alive, key=_run_age, reverse=self.automaton.policy is ConsumptionPolicy.RECENT)
+        taken: set[int] = set()
+        for cand in self._matches(spec.atom, group, step.cache):
+            if step.consumed and not step.consumed.isdisjoint(cand.events):
+                continue
+            for run in order:
+                if id(run) in taken:
+                    continue
+                joined = _checked(cand, _without(run.mapping, spec.rebind))
+                if joined is not None and self._spawn(spec, run, cand.events, joined, step):
+                    taken.add(id(run))
+                    step.consumed.update(cand.events)
+                    break
+        return [r for r in alive if id(r) not in taken]
 
     def _sharing(self, spec: State, runs: list[Run]) -> bool:
         """Share outcomes between this state's runs (see `_Outcomes`)? Only
@@ -312,25 +383,81 @@ class Runtime:
         return [_Outcomes(cand, frozenset(), share) for cand in matches]
 
     def _spawn(
-        self,
-        spec: State,
-        parent: Run | None,
-        events: tuple[int, ...],
-        mapping: Mapping_,
-        group: Group,
-        born: list[Run],
-        matches: dict[tuple[object, ...], Match],
-    ) -> None:
+        self, spec: State, parent: Run | None, events: tuple[int, ...], mapping: Mapping_, step: _Step
+    ) -> bool:
+        """Move `parent` (None: a new run) past `spec` with the candidate's
+        events; report, remember or defer a completed match. False if the
+        take is not allowed after all (window, interval conditions)."""
+        group = step.group
         start_time = group.time if parent is None else parent.start_time
         start_rank = group.rank if parent is None else parent.start_rank
         if self.within is not None and group.time - start_time > self.within:
-            return
+            return False
+        spans = None
+        checks = self._intervals.get(spec.id)
+        if checks is not None:
+            begin = min((group.starts or {}).get(e, group.time) for e in events)
+            previous = parent.spans if parent is not None and parent.spans is not None else ()
+            if not checks.admits(previous, begin):
+                return False
+            spans = (*previous, (begin, group.time))
+            if not checks.holds(spans, mapping):
+                return False
+            start_time = min(start_time, begin)
         path: Path = (events, None if parent is None else parent.path)
         for target in spec.after_take:
-            born.append(Run(target, mapping, start_time, start_rank, group.rank, path))
+            step.born.append(Run(target, mapping, start_time, start_rank, group.rank, path, spans))
         if spec.accepting:
-            match = Match(_unwind(path), start_time, group.time, start_rank, group.rank, mapping)
-            matches.setdefault((match.events, tuple(sorted(mapping.items()))), match)
+            self._accept(spec, path, start_time, start_rank, mapping, spans, step)
+        return True
+
+    def _accept(
+        self,
+        spec: State,
+        path: Path,
+        start_time: float,
+        start_rank: int,
+        mapping: Mapping_,
+        spans: Spans | None,
+        step: _Step,
+    ) -> None:
+        interval = spec.interval
+        if interval is not None and interval.records is not None:
+            assert spans is not None
+            remembered = (mapping, (start_time, step.group.time))
+            step.state.history.setdefault(interval.records, []).append(remembered)
+            return
+        match = Match(_unwind(path), start_time, step.group.time, start_rank, step.group.rank, mapping)
+        if interval is not None and interval.anti:
+            step.deferred.append((interval, match, spans))
+        else:
+            step.matches.setdefault((match.events, tuple(sorted(mapping.items()))), match)
+
+    def _resolve_anti_joins(self, step: _Step) -> None:
+        """Matches with anti-joins, once the whole timestamp is in: an optional
+        side ending at this very timestamp (EQUALSOPTIONAL) counts too."""
+        for interval, match, spans in step.deferred:
+            assert spans is not None
+            if not any(self._blocked(anti, match, spans, step.state) for anti in interval.anti):
+                step.matches.setdefault((match.events, tuple(sorted(match.mapping.items()))), match)
+
+    @staticmethod
+    def _blocked(anti: AntiJoin, match: Match, spans: Spans, state: NfaState) -> bool:
+        mandatory = hull(spans, anti.steps)
+        return any(
+            relation_holds(anti.relation, span, mandatory) and _join(match.mapping, remembered) is not None
+            for remembered, span in state.history.get(anti.aux, ())
+        )
+
+    def _consume(self, state: NfaState, step: _Step) -> None:
+        """Inputs of a reported match are used up: no run may still hold them."""
+        used = {event for match in step.matches.values() for event in match.events}
+        for state_id, runs in list(state.runs.items()):
+            kept = [run for run in runs if used.isdisjoint(_unwind(run.path))]
+            if kept:
+                state.runs[state_id] = kept
+            else:
+                del state.runs[state_id]
 
     # ------------------------------------------------------------------ atoms
 
@@ -380,19 +507,29 @@ class Runtime:
         return out
 
 
-def _join(base: Mapping[str, str], mapping: Mapping[str, str]) -> Mapping_ | None:
+def _join(
+    base: Mapping[str, str], mapping: Mapping[str, str], drop: frozenset[str] = frozenset()
+) -> Mapping_ | None:
+    """`base` (without its `drop` variables) joined with `mapping`, or None if they disagree."""
     for name, value in mapping.items():
         bound = base.get(name)
-        if bound is not None and bound != value:
+        if bound is not None and bound != value and name not in drop:
             return None
-    joined = dict(base)
+    return _merged(base, mapping, drop)
+
+
+def _merged(base: Mapping[str, str], mapping: Mapping[str, str], drop: frozenset[str]) -> Mapping_:
+    joined = {k: v for k, v in base.items() if k not in drop} if drop else dict(base)
     joined.update(mapping)
     return joined
 
 
-def _checked(cand: _Candidate, base: Mapping[str, str]) -> Mapping_ | None:
-    """Join a candidate into a run's mapping and apply its deferred filters."""
-    joined = _join(base, cand.mapping)
+def _checked(
+    cand: _Candidate, base: Mapping[str, str], drop: frozenset[str] = frozenset()
+) -> Mapping_ | None:
+    """Join a candidate into a run's mapping (without its `drop` variables)
+    and apply its deferred filters."""
+    joined = _join(base, cand.mapping, drop)
     if joined is None:
         return None
     for predicate in cand.pending:  # a loop, not all(...): this is the runtime's innermost call
@@ -426,6 +563,15 @@ def _pure(expr: object) -> bool:
     if is_dataclass(expr):
         return all(_pure(getattr(expr, f.name)) for f in fields(expr))
     return True
+
+
+def _without(mapping: Mapping_, names: frozenset[str]) -> Mapping_:
+    return {k: v for k, v in mapping.items() if k not in names} if names else mapping
+
+
+def _run_age(run: Run) -> tuple[int, ...]:
+    """Orders runs by when their inputs arrived (event ids grow with time)."""
+    return _unwind(run.path)
 
 
 def _unwind(path: Path) -> tuple[int, ...]:

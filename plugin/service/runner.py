@@ -31,12 +31,12 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any
 
 from rsep.plugin.compile.plan import QueryPlan
 from rsep.plugin.events import GraphEvent, Timestamp
 from rsep.plugin.log import LogRecord
-from rsep.plugin.nfa.runtime import Match, NfaState, Run, Runtime
+from rsep.plugin.nfa import snapshot
+from rsep.plugin.nfa.runtime import Match, NfaState, Runtime
 from rsep.plugin.replay import GpmEvaluatorLike, Key, NumberedEvent, groups_by_key
 from rsep.plugin.results import Projector
 from rsep.plugin.service.matches import EventRef, MatchGraph, match_graph
@@ -45,7 +45,7 @@ from rsep.plugin.service.registry import RegisteredQuery
 Rows = dict[int, list[tuple[int, dict[str, str]]]]
 """GPM index -> (event id, solution mapping) rows."""
 
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
 _PRUNE_SLACK = 1024
 
 
@@ -283,48 +283,16 @@ def _path_events(states: Iterable[NfaState]) -> set[int]:
 
 
 def dump_state(state: RunnerState) -> bytes:
-    """RunnerState as bytes. NFA paths (linked lists shared between runs) are
-    flattened into a table first: pickle recurses once per list node and would
-    fail on long Kleene+ runs."""
-    table: list[tuple[tuple[int, ...], int]] = []
-    index: dict[int, int] = {}
-
-    def ref(path: Any) -> int:
-        chain = []
-        node = path
-        while node is not None and id(node) not in index:
-            chain.append(node)
-            node = node[1]
-        parent = -1 if node is None else index[id(node)]
-        for item in reversed(chain):
-            table.append((item[0], parent))
-            parent = index[id(item)] = len(table) - 1
-        return parent
-
-    states = [
-        (key, nfa.last_rank,
-         [(sid, [(r.state, r.mapping, r.start_time, r.start_rank, r.last_rank, ref(r.path)) for r in runs])
-          for sid, runs in nfa.runs.items()])
-        for key, nfa in state.states.items()
-    ]  # fmt: skip
+    """RunnerState as bytes; the NFA states go through `rsep.plugin.nfa.snapshot`."""
     scalars = {f.name: getattr(state, f.name) for f in fields(RunnerState) if f.name != "states"}
-    return pickle.dumps((SNAPSHOT_VERSION, scalars, table, states), protocol=pickle.HIGHEST_PROTOCOL)
+    payload = (SNAPSHOT_VERSION, scalars, snapshot.encode(state.states))
+    return pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def load_state(data: bytes) -> RunnerState:
-    version, scalars, table, states = pickle.loads(data)
+    version, scalars, states = pickle.loads(data)
     if version != SNAPSHOT_VERSION:
         raise ValueError(f"checkpoint format {version} is not {SNAPSHOT_VERSION}")
-    nodes: list[Any] = []
-    for events, parent in table:
-        nodes.append((events, None if parent < 0 else nodes[parent]))
     state = RunnerState(**scalars)
-    for key, last_rank, runs_by_state in states:
-        nfa = NfaState(last_rank=last_rank)
-        for sid, runs in runs_by_state:
-            nfa.runs[sid] = [
-                Run(s, mapping, start_time, start_rank, last, None if path < 0 else nodes[path])
-                for s, mapping, start_time, start_rank, last, path in runs
-            ]
-        state.states[key] = nfa
+    state.states.update(snapshot.decode(states))
     return state

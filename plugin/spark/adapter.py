@@ -43,6 +43,7 @@ from typing import Any
 
 import pandas as pd
 
+from rsep.plugin.nfa import snapshot
 from rsep.plugin.nfa.automaton import Automaton
 from rsep.plugin.nfa.runtime import Group, Match, NfaState, Runtime
 
@@ -157,15 +158,13 @@ def matches_of(records: Iterable[Mapping[str, Any]]) -> list[Match]:
 
 
 def dump_state(state: NfaState) -> bytes:
-    """A key's NFA state as bytes, for a state store."""
-    return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+    """A key's NFA state as bytes, for a state store (paths flattened by
+    `rsep.plugin.nfa.snapshot`, so long Kleene+ runs pickle too)."""
+    return pickle.dumps(snapshot.encode({None: state}), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def load_state(data: bytes) -> NfaState:
-    state = pickle.loads(data)
-    if not isinstance(state, NfaState):
-        raise TypeError(f"expected a pickled NfaState, got {type(state).__name__}")
-    return state
+    return snapshot.decode(pickle.loads(data))[None]
 
 
 def _as_dict(mapping: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, str]:

@@ -1,0 +1,92 @@
+"""Interval bookkeeping for interval patterns (EP-SPARQL §4.2).
+
+A run of an interval pattern remembers the (start, end) of each step it took.
+From those, a state checks its SeqJoin condition (the new step starts after
+given steps end), EqJoin conditions (equal intervals), and FILTERs that read
+the interval of their group through getDURATION(), getSTARTTIME() and
+getENDTIME(): those calls are replaced by variables bound, for the check
+only, to the group's start and end (xsd:dateTime) and its length
+(xsd:dayTimeDuration). Numeric timestamps are seconds since the epoch there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from rsep.plugin.algebra.analysis import map_expr
+from rsep.plugin.algebra.events import DURATION_FUNCTION, END_TIME_FUNCTION, START_TIME_FUNCTION
+from rsep.plugin.algebra.sparql import IRI, Expr, FunctionCall, Var
+from rsep.plugin.expr import compile_filter
+from rsep.plugin.nfa.automaton import IntervalSpec, Relation
+from rsep.plugin.terms import literal_nt
+
+Span = tuple[float, float]
+Spans = tuple[Span, ...]
+
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+_TIME_VARS = {
+    DURATION_FUNCTION: "__rsep_duration",
+    START_TIME_FUNCTION: "__rsep_start",
+    END_TIME_FUNCTION: "__rsep_end",
+}
+
+
+def hull(spans: Spans, steps: frozenset[int]) -> Span:
+    """The interval covering the given steps (EP-SPARQL's [min start, max end])."""
+    return min(spans[s][0] for s in steps), max(spans[s][1] for s in steps)
+
+
+def relation_holds(relation: Relation, remembered: Span, mandatory: Span) -> bool:
+    if relation is Relation.BEFORE_START:
+        return remembered[1] < mandatory[0]
+    if relation is Relation.SAME_INTERVAL:
+        return remembered == mandatory
+    return remembered[1] < mandatory[1]
+
+
+def _time_call(expr: Expr) -> Expr | None:
+    if isinstance(expr, FunctionCall) and isinstance(expr.name, IRI) and expr.name.value in _TIME_VARS:
+        return Var(_TIME_VARS[expr.name.value])
+    return None
+
+
+def datetime_term(seconds: float) -> str:
+    moment = datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+    return literal_nt(moment, _XSD + "dateTime")
+
+
+def duration_term(seconds: float) -> str:
+    amount = Decimal(repr(seconds)).normalize()
+    sign = "-" if amount < 0 else ""
+    return literal_nt(f"{sign}PT{format(abs(amount), 'f')}S", _XSD + "dayTimeDuration")
+
+
+class IntervalChecks:
+    """A state's interval conditions, compiled once per runtime."""
+
+    def __init__(self, spec: IntervalSpec) -> None:
+        self.spec = spec
+        self.filters: list[tuple[frozenset[int], Callable[[Mapping[str, str]], bool]]] = [
+            (steps, compile_filter(map_expr(expr, _time_call))) for steps, expr in spec.filters
+        ]
+
+    def admits(self, spans: Spans, start: float) -> bool:
+        """SeqJoin: the new step (starting at `start`) begins after the `after` steps end."""
+        return all(spans[s][1] < start for s in self.spec.after)
+
+    def holds(self, spans: Spans, mapping: Mapping[str, str]) -> bool:
+        """EqJoin conditions and interval FILTERs that complete at this step."""
+        for left, right in self.spec.equal:
+            if hull(spans, left) != hull(spans, right):
+                return False
+        for steps, predicate in self.filters:
+            start, end = hull(spans, steps)
+            bound = dict(mapping)
+            bound["__rsep_start"] = datetime_term(start)
+            bound["__rsep_end"] = datetime_term(end)
+            bound["__rsep_duration"] = duration_term(end - start)
+            if not predicate(bound):
+                return False
+        return True
