@@ -74,8 +74,9 @@ def load_query(path: Path, policy: ConsumptionPolicy | None = None) -> EventQuer
 
 
 def read_streams(plan: QueryPlan, streams: Sequence[StreamFile]) -> list[list[GraphEvent]]:
-    """Events per stream of the query, in the query's stream order."""
-    wanted = list(plan.streams)
+    """Events per stream of the query, in the query's stream order. A query
+    naming no streams (EP-SPARQL) reads every given stream, merged by time."""
+    wanted = list(plan.streams) or list(dict.fromkeys(s.iri for s in streams))
     given: dict[str, list[GraphEvent]] = {}
     for index, stream in enumerate(streams):
         if stream.iri not in wanted:

@@ -149,7 +149,7 @@ class EventLog:
             if batch:
                 last_time = float(batch[-1][2])  # type: ignore[arg-type]
         if last_time is None and len(segments) > 1:
-            for first, batch in _lines(segments[-2][1]):
+            for _first, batch in _lines(segments[-2][1]):
                 if batch:
                     last_time = float(batch[-1][2])  # type: ignore[arg-type]
         return next_position, last_time

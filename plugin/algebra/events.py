@@ -304,6 +304,19 @@ EventPattern = Union[
 ]
 
 
+def event_children(pattern: EventPattern) -> tuple[EventPattern, ...]:
+    """The direct sub-patterns of an event pattern, for generic walks."""
+    if isinstance(pattern, Sequence):
+        return pattern.elements
+    if isinstance(pattern, (Conjunction, Disjunction, EventJoin)):
+        return pattern.operands
+    if isinstance(pattern, (Equals, OptionalSequence, EqualsOptional, EventLeftJoin)):
+        return (pattern.left, pattern.right)
+    if isinstance(pattern, (KleenePlus, Negation, OptionalEvent, EventFilter, First, Last)):
+        return (pattern.element,)
+    return ()
+
+
 # --------------------------------------------------------------------------- embedding in SPARQL
 
 

@@ -30,12 +30,14 @@ The number of orders grows quickly with the number of unordered leaves
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from itertools import product
 
 from rsep.plugin.algebra.events import (
+    DURATION_FUNCTION,
+    ConsumptionPolicy,
     Disjunction,
     Equals,
     EqualsOptional,
@@ -48,31 +50,22 @@ from rsep.plugin.algebra.events import (
     SelectionStrategy,
     Sequence,
 )
-from rsep.plugin.algebra.sparql import Expr
+from rsep.plugin.algebra.sparql import IRI, BinaryOp, Expr, FunctionCall, Literal
 from rsep.plugin.compile.automaton import CompileError
+from rsep.plugin.nfa.automaton import (
+    AntiJoin,
+    Atom,
+    Automaton,
+    ConjunctionAtom,
+    GpmAtom,
+    IntervalSpec,
+    Relation,
+    ResidualFilter,
+    State,
+)
 
 MAX_ALTERNATIVES = 4096
 _ANY = SelectionStrategy.SKIP_TILL_ANY
-
-
-class Relation(Enum):
-    """How an optional side must be placed in time relative to the mandatory one."""
-
-    BEFORE_START = "ends before the mandatory side starts"  # OPTIONALSEQ (SeqRightJoin)
-    SAME_INTERVAL = "has the same interval"  # EQUALSOPTIONAL (EqLeftJoin)
-    BEFORE_END = "ends before the mandatory side ends"  # OPTIONAL (LeftJoin)
-
-
-@dataclass(frozen=True, slots=True)
-class AntiJoin:
-    """At acceptance: reject if the auxiliary pattern `aux` has a remembered
-    solution compatible with the match, related to `steps` by `relation`, and
-    passing `condition` (the filter of the optional operator, may be None)."""
-
-    aux: int
-    steps: frozenset[int]
-    relation: Relation
-    condition: Expr | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,9 +147,9 @@ def _alternatives(pattern: EventPattern, context: _Context) -> list[Alternative]
             s
             for a, b in product(_alternatives(pattern.left, context), _alternatives(pattern.right, context))
             for s, left, right in _shuffles_with_sides(a, b)
-            if max(right) < max(left)  # the optional side ends strictly before (t'_end < t_end)
+            if max(right) <= max(left)  # the optional side ends no later (docs/semantics.md: t'_end <= t_end)
         ]
-        return positive + _anti(pattern.left, pattern.right, Relation.BEFORE_END, context)
+        return positive + _anti(pattern.left, pattern.right, Relation.NOT_AFTER_END, context)
     raise CompileError(f"{type(pattern).__name__} is not supported in an interval pattern")
 
 
@@ -172,7 +165,7 @@ def _anti(
     result = []
     for alternative in _alternatives(mandatory, context):
         steps = frozenset(range(len(alternative.steps)))
-        result.append(replace(alternative, anti=(*alternative.anti, AntiJoin(aux, steps, relation, None))))
+        result.append(replace(alternative, anti=(*alternative.anti, AntiJoin(aux, steps, relation))))
     return result
 
 
@@ -268,3 +261,120 @@ def _remap_anti(anti: tuple[AntiJoin, ...], places: list[int]) -> tuple[AntiJoin
 
 def _with_filter(a: Alternative, expr: Expr) -> Alternative:
     return replace(a, filters=(*a.filters, (frozenset(range(len(a.steps))), expr)))
+
+
+# --------------------------------------------------------------------------- alternatives -> automaton
+
+
+@dataclass
+class _Node:
+    atom: Atom
+    spec: IntervalSpec
+    accepting: bool
+    label: str
+    children: list[int] = field(default_factory=list)
+
+
+def compile_interval_automaton(
+    pattern: EventPattern,
+    gpm_index: Mapping[str, int],
+    residuals: tuple[tuple[ResidualFilter, ...], ...],
+    *,
+    within: float | None = None,
+    policy: ConsumptionPolicy = ConsumptionPolicy.UNRESTRICTED,
+) -> Automaton:
+    """One automaton for all alternatives: a trie, so that alternatives
+    sharing their first steps share the states (and the runs) for them."""
+    main, auxiliaries = flatten(pattern)
+    nodes: list[_Node] = []
+    memo: dict[tuple[object, ...], int] = {}
+    roots: list[int] = []
+    for alternative in [*main, *(a for group in auxiliaries for a in group)]:
+        parent: int | None = None
+        last = len(alternative.steps) - 1
+        for index, leaves in enumerate(alternative.steps):
+            node = _node(alternative, index, leaves, gpm_index, final=index == last)
+            key = (parent, node.atom, node.spec, node.accepting)
+            found = memo.get(key)
+            if found is None:
+                found = memo[key] = len(nodes)
+                nodes.append(node)
+                (roots if parent is None else nodes[parent].children).append(found)
+            parent = found
+    states = tuple(
+        State(
+            id=i,
+            label=node.label,
+            element=node.spec.step,
+            atom=node.atom,
+            strategy=SelectionStrategy.SKIP_TILL_ANY,
+            max_gap=None,
+            guards=(),
+            rebind=frozenset(),
+            after_take=tuple(node.children),
+            accepting=node.accepting,
+            interval=node.spec,
+        )
+        for i, node in enumerate(nodes)
+    )
+    return Automaton(states, tuple(roots), residuals, within, policy)
+
+
+def _node(
+    alternative: Alternative, index: int, leaves: frozenset[str], gpm_index: Mapping[str, int], *, final: bool
+) -> _Node:
+    atoms = [GpmAtom(gpm_index[name]) for name in sorted(leaves, key=gpm_index.__getitem__)]
+    atom: Atom = atoms[0] if len(atoms) == 1 else ConjunctionAtom(tuple(atoms))
+    spec = IntervalSpec(
+        step=index,
+        after=alternative.after[index],
+        equal=tuple(pair for pair in alternative.equal if max(pair[0] | pair[1]) == index),
+        filters=tuple(f for f in alternative.filters if max(f[0]) == index),
+        anti=alternative.anti if final else (),
+        records=alternative.aux if final else None,
+    )
+    label = "+".join(sorted(leaves)) + ("" if alternative.aux is None else f" (aux {alternative.aux})")
+    return _Node(atom, spec, final, label)
+
+
+# --------------------------------------------------------------------------- window pushing
+
+_DURATION = re.compile(
+    r"^(-)?P(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?$"
+)
+
+
+def duration_bound(pattern: EventPattern) -> float | None:
+    """The window implied by a top-level `getDURATION() < "P30D"` (or <=) FILTER
+    conjunct (EP-SPARQL §5): runs older than that can never match, so they are
+    pruned and memory stays bounded on an unbounded stream."""
+    bounds: list[float] = []
+    node = pattern
+    while isinstance(node, EventFilter):
+        for conjunct in _conjuncts(node.expr):
+            bound = _bound(conjunct)
+            if bound is not None:
+                bounds.append(bound)
+        node = node.element
+    return min(bounds) if bounds else None
+
+
+def _conjuncts(expr: Expr) -> list[Expr]:
+    if isinstance(expr, BinaryOp) and expr.op == "&&":
+        return _conjuncts(expr.left) + _conjuncts(expr.right)
+    return [expr]
+
+
+def _bound(expr: Expr) -> float | None:
+    if not isinstance(expr, BinaryOp) or expr.op not in ("<", "<="):
+        return None
+    call, limit = expr.left, expr.right
+    if not (
+        isinstance(call, FunctionCall) and call.name == IRI(DURATION_FUNCTION) and isinstance(limit, Literal)
+    ):
+        return None
+    match = _DURATION.match(limit.lexical)
+    if match is None or match.group(1):
+        return None  # years and months have no fixed length; negative bounds match nothing anyway
+    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups()[1:])
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds

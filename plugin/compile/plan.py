@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import reduce
 
 from rsep.plugin.algebra.events import (
     Conjunction,
-    ConsumptionPolicy,
     Disjunction,
+    Equals,
+    EqualsOptional,
+    EventFilter,
+    EventJoin,
+    EventLeftJoin,
     EventPattern,
     EventQuery,
     GraphPatternEvent,
     KleenePlus,
-    Negation,
-    OptionalEvent,
+    MatchElement,
+    OptionalSequence,
     SelectForm,
     Sequence,
+    event_children,
 )
+from rsep.plugin.algebra.sparql import BinaryOp, Filter, GraphGraphPattern, GroupPattern, Node
 from rsep.plugin.compile.automaton import CompileError, compile_automaton
 from rsep.plugin.compile.gpm import GpmPlan, plan_gpm
+from rsep.plugin.compile.intervals import compile_interval_automaton, duration_bound
 from rsep.plugin.nfa.automaton import Automaton
 
 
@@ -45,62 +53,101 @@ class QueryPlan:
 
 
 def compile_query(query: EventQuery) -> QueryPlan:
-    pattern = query.event_pattern
-    if pattern is None:
-        raise CompileError(
-            "this query mixes event patterns with other graph patterns; "
-            "the NFA compiler handles one top-level event pattern"
-        )
-    if query.consumption is not ConsumptionPolicy.UNRESTRICTED:
-        raise CompileError(
-            f"the {query.consumption.value} consumption policy is not implemented by the NFA runtime yet; "
-            "use unrestricted"
-        )
+    pattern = event_pattern_of(query)
     gpms = collect_gpms(pattern)
     plans = tuple(plan_gpm(i, g) for i, g in enumerate(gpms))
     key = _partition_key(query, plans)
     index = {g.name: i for i, g in enumerate(gpms)}
-    variables = {g.name: p.variables for g, p in zip(gpms, plans, strict=True)}
-    automaton = compile_automaton(
-        pattern,
-        index,
-        lambda g: variables[g.name],
-        tuple(p.residuals for p in plans),
-        key=frozenset(key),
-        within=query.within.seconds if query.within is not None else None,
-    )
+    residuals = tuple(p.residuals for p in plans)
+    within = query.within.seconds if query.within is not None else None
+    automaton: Automaton
+    if query.dialect.interval_semantics:
+        bound = duration_bound(pattern)
+        within = bound if within is None or (bound is not None and bound < within) else within
+        automaton = compile_interval_automaton(
+            pattern, index, residuals, within=within, policy=query.consumption
+        )
+    else:
+        variables = {g.name: p.variables for g, p in zip(gpms, plans, strict=True)}
+        automaton = compile_automaton(
+            pattern, index, lambda g: variables[g.name], residuals, key=frozenset(key), within=within
+        )
+        automaton = replace(automaton, policy=query.consumption)
     return QueryPlan(
         query=query,
         gpms=plans,
         automaton=automaton,
         key=key,
         streams=tuple(s.iri for s in query.streams),
-        warnings=_warnings(query, plans),
+        warnings=_warnings(query, plans, automaton),
     )
 
 
 def collect_gpms(pattern: EventPattern) -> list[GraphPatternEvent]:
     """GPMs in order of first appearance; one name, one definition."""
     found: dict[str, GraphPatternEvent] = {}
-
-    def walk(node: EventPattern) -> None:
+    pending = [pattern]
+    while pending:
+        node = pending.pop()
         if isinstance(node, GraphPatternEvent):
             if node.name in found and found[node.name] != node:
                 raise CompileError(f"GPM {node.name} is defined twice")
             found.setdefault(node.name, node)
-        elif isinstance(node, Sequence):
-            for element in node.elements:
-                walk(element)
-        elif isinstance(node, (Conjunction, Disjunction)):
-            for operand in node.operands:
-                walk(operand)
-        elif isinstance(node, (KleenePlus, Negation, OptionalEvent)):
-            walk(node.element)
-        else:
-            raise CompileError(f"{type(node).__name__} is not supported by the NFA compiler yet")
-
-    walk(pattern)
+        pending.extend(reversed(event_children(node)))
     return list(found.values())
+
+
+def event_pattern_of(query: EventQuery) -> EventPattern:
+    """The query's event pattern; for interval dialects the WHERE may also
+    hold background GRAPH blocks and FILTERs that read them (RSEP-QL's MATCH
+    joined with graph patterns), folded in by `attach_background`."""
+    matches = [e for e in query.where.elements if isinstance(e, MatchElement)]
+    others = [e for e in query.where.elements if not isinstance(e, MatchElement)]
+    if len(matches) != 1 or (others and not query.dialect.interval_semantics):
+        raise CompileError(
+            "this query mixes event patterns with other graph patterns; "
+            "the NFA compiler handles one top-level event pattern"
+        )
+    return attach_background(matches[0].pattern, others) if others else matches[0].pattern
+
+
+def attach_background(pattern: EventPattern, others: list[Node]) -> EventPattern:
+    """Join top-level background blocks into a mandatory leaf of each
+    alternative (a join commutes, so where does not matter, and the GPM stage
+    then evaluates them once per knowledge-base version), and check the
+    FILTERs that read them when the whole pattern has matched."""
+    blocks = tuple(e for e in others if isinstance(e, GraphGraphPattern))
+    filters = [e.expr for e in others if isinstance(e, Filter)]
+    unknown = [type(e).__name__ for e in others if not isinstance(e, (GraphGraphPattern, Filter))]
+    if unknown:
+        raise CompileError(f"{', '.join(unknown)} cannot be combined with an event pattern yet")
+    if blocks:
+        pattern = _with_background(pattern, blocks)
+    if filters:
+        pattern = EventFilter(pattern, reduce(lambda a, b: BinaryOp("&&", a, b), filters))
+    return pattern
+
+
+def _with_background(pattern: EventPattern, blocks: tuple[GraphGraphPattern, ...]) -> EventPattern:
+    if isinstance(pattern, GraphPatternEvent):
+        return replace(pattern, pattern=GroupPattern((*pattern.pattern.elements, *blocks)))
+    if isinstance(pattern, Disjunction):
+        return replace(pattern, operands=tuple(_with_background(op, blocks) for op in pattern.operands))
+    if isinstance(pattern, Sequence):
+        return replace(
+            pattern, elements=(_with_background(pattern.elements[0], blocks), *pattern.elements[1:])
+        )
+    if isinstance(pattern, (EventJoin, Conjunction)):
+        return replace(
+            pattern, operands=(_with_background(pattern.operands[0], blocks), *pattern.operands[1:])
+        )
+    if isinstance(pattern, (Equals, EqualsOptional, EventLeftJoin)):
+        return replace(pattern, left=_with_background(pattern.left, blocks))
+    if isinstance(pattern, OptionalSequence):
+        return replace(pattern, right=_with_background(pattern.right, blocks))
+    if isinstance(pattern, (EventFilter, KleenePlus)):
+        return replace(pattern, element=_with_background(pattern.element, blocks))
+    raise CompileError(f"no mandatory part of {type(pattern).__name__} to join the background knowledge with")
 
 
 def _partition_key(query: EventQuery, plans: tuple[GpmPlan, ...]) -> tuple[str, ...]:
@@ -119,7 +166,7 @@ def _partition_key(query: EventQuery, plans: tuple[GpmPlan, ...]) -> tuple[str, 
     return requested
 
 
-def _warnings(query: EventQuery, plans: tuple[GpmPlan, ...]) -> tuple[str, ...]:
+def _warnings(query: EventQuery, plans: tuple[GpmPlan, ...], automaton: Automaton) -> tuple[str, ...]:
     bound = frozenset().union(*(p.variables for p in plans))
     notes = []
     for plan in plans:
@@ -131,6 +178,7 @@ def _warnings(query: EventQuery, plans: tuple[GpmPlan, ...]) -> tuple[str, ...]:
                     f"GPM {plan.name}: FILTER reads {names}, which no GPM binds; "
                     "under SPARQL semantics it is unbound, so the comparison is an error and the filter fails"
                 )
-    if query.within is None:
-        notes.append("no WITHIN clause: partial matches never expire, memory grows with the stream")
+    if automaton.within is None:
+        limit = "a getDURATION() bound" if query.dialect.interval_semantics else "a WITHIN clause"
+        notes.append(f"without {limit}, partial matches never expire: memory grows with the stream")
     return tuple(notes)

@@ -74,7 +74,7 @@ class Relation(Enum):
 
     BEFORE_START = "ends before the mandatory side starts"  # OPTIONALSEQ (SeqRightJoin)
     SAME_INTERVAL = "has the same interval"  # EQUALSOPTIONAL (EqLeftJoin)
-    BEFORE_END = "ends before the mandatory side ends"  # OPTIONAL (LeftJoin)
+    NOT_AFTER_END = "ends no later than the mandatory side"  # OPTIONAL (LeftJoin)
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,7 @@ def relation_holds(relation: Relation, remembered: Span, mandatory: Span) -> boo
         return remembered[1] < mandatory[0]
     if relation is Relation.SAME_INTERVAL:
         return remembered == mandatory
-    return remembered[1] < mandatory[1]
+    return remembered[1] <= mandatory[1]
 
 
 def _time_call(expr: Expr) -> Expr | None:

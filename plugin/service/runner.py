@@ -240,11 +240,12 @@ def number_records(
 ) -> tuple[list[NumberedEvent], int, float | None]:
     """`plugin/replay.number_events`, incrementally: the events of `streams`
     among log records, ids = log positions, dense ranks by timestamp going on
-    from `last_rank` at `last_time`. Returns them and the new (rank, time)."""
+    from `last_rank` at `last_time`. Returns them and the new (rank, time).
+    No `streams` means every stream (EP-SPARQL reads one merged stream)."""
     numbered = []
     for record in records:
         event = record.event
-        if event.stream not in streams:
+        if streams and event.stream not in streams:
             continue
         seconds = event.time.seconds
         if last_time is None or seconds > last_time:

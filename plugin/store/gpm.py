@@ -116,7 +116,7 @@ class GpmEvaluator:
         for plan in self.plans:
             stores = enriched if plan.kb_graphs_in_batch else plain
             found: list[Row] = []
-            for stream in plan.streams:
+            for stream in plan.streams or stores:  # no streams: every stream (EP-SPARQL)
                 store = stores.get(stream)
                 if store is not None:
                     found.extend(self._match(plan, store))

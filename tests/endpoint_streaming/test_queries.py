@@ -58,11 +58,11 @@ def test_post_bad_query_reports_position(app):
     assert service(app).registry.all() == []
 
 
-def test_post_unsupported_policy_is_rejected_with_the_compilers_message(app):
+def test_post_with_a_policy_registers_it(app):
     response = register(app.test_client(), query_string="policy=chronological")
-    assert response.status_code == 400
-    assert "chronological consumption policy is not implemented" in response.get_data(as_text=True)
-    assert service(app).registry.all() == []
+    assert response.status_code == 201
+    (registered,) = service(app).registry.all()
+    assert registered.options["policy"] == "chronological"
 
 
 def test_post_unknown_parameter_values_name_the_parameter(app):
