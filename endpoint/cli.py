@@ -62,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="events of the stream IRI (as in FROM STREAM), TriG or N-Quads")  # fmt: skip
     run_cmd.add_argument("--kb", type=_kb, action="append", default=[], metavar="FILE",
                          help="background knowledge (TriG, N-Quads, Turtle; GRAPH=FILE)")  # fmt: skip
+    run_cmd.add_argument("--rule", type=Path, action="append", default=[], metavar="FILE",
+                         help="a CONSTRUCT rule whose output joins the stream (EP-SPARQL)")  # fmt: skip
     run_cmd.add_argument("--policy", choices=[p.value for p in ConsumptionPolicy])
     run_cmd.add_argument("--format", choices=["jsonl", "srj"], default="jsonl")
     run_cmd.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
@@ -89,6 +91,7 @@ def _run(args: argparse.Namespace) -> int:
         policy=ConsumptionPolicy(args.policy) if args.policy else None,
         engine=args.engine,
         master=args.master,
+        rules=args.rule,
     )
     result = run(request)
     for warning in request.warnings:

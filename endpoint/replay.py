@@ -8,7 +8,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rsep.grammar import parse_event_query
-from rsep.plugin.algebra.events import ConsumptionPolicy, EventQuery
+from rsep.plugin.algebra.events import ConstructForm, ConsumptionPolicy, EventQuery
+from rsep.plugin.closure import Closure
 from rsep.plugin.compile.plan import QueryPlan, compile_query
 from rsep.plugin.events import GraphEvent
 from rsep.plugin.nfa.runtime import Match
@@ -45,6 +46,8 @@ class RunRequest:
     policy: ConsumptionPolicy | None = None
     engine: str = "spark"
     master: str = "local[*]"
+    rules: Sequence[Path] = ()
+    """CONSTRUCT rules whose output is fed back into the stream (EP-SPARQL Q-closure)."""
     warnings: list[str] = field(default_factory=list)
 
 
@@ -107,9 +110,30 @@ def run(request: RunRequest) -> RunResult | WindowRun:
     request.warnings.extend(plan.warnings)
     kb = load_kb(request.kb)
     events = number_events(read_streams(plan, request.streams))
+    if request.rules or isinstance(query.form, ConstructForm):
+        return run_closure(request, plan, kb, events)
     matches = replay(plan, kb, events, request.engine, request.master)
     solutions = Projector(plan).solutions(matches, [n.event for n in events])
     return RunResult(plan, events, matches, solutions)
+
+
+def run_closure(
+    request: RunRequest, plan: QueryPlan, kb: KnowledgeBase, events: list[NumberedEvent]
+) -> RunResult:
+    """The query over the stream closed under its CONSTRUCT rules (and its own
+    output, when it is a CONSTRUCT query itself): in-process, per timestamp."""
+    if request.engine != "inprocess":
+        request.warnings.append("CONSTRUCT rules are replayed in-process: --engine spark is not used")
+    rules = [compile_query(load_query(path, request.policy)) for path in request.rules]
+    for path, rule in zip(request.rules, rules, strict=True):
+        if not isinstance(rule.query.form, ConstructForm):
+            raise UsageError(f"{path}: a --rule must be a CONSTRUCT query")
+    plans = [*rules, plan]
+    closure = Closure(plans, [GpmEvaluator(p.gpms, kb) for p in plans])
+    matches, by_id = closure.run(events)
+    ordered = [by_id[i] for i in range(max(by_id, default=-1) + 1)]
+    solutions = Projector(plan).solutions(matches[-1], ordered)
+    return RunResult(plan, events, matches[-1], solutions)
 
 
 def run_windows(request: RunRequest, query: EventQuery) -> WindowRun:

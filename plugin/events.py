@@ -95,3 +95,10 @@ class GraphEvent:
     name: str
     time: Timestamp
     ntriples: str
+    start: Timestamp | None = None
+    """For derived events (EP-SPARQL CONSTRUCT rules), the start of the interval
+    they span; `time` is its end. None for ordinary, instantaneous events."""
+
+    @property
+    def begins(self) -> Timestamp:
+        return self.time if self.start is None else self.start

@@ -9,9 +9,9 @@ stage distributes exactly these steps.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Protocol
 
 from rsep.plugin.compile.plan import QueryPlan
@@ -34,13 +34,10 @@ def number_events(streams: Sequence[Sequence[GraphEvent]]) -> list[NumberedEvent
     """Merge per-stream event lists into one streamset order (by time; ties
     keep the order of `streams`, then of each list). Events sharing a
     timestamp share a rank, so strict contiguity ignores them (Def. 12)."""
-    ordered = sorted(
-        (
-            (event.time.seconds, s, i, event)
-            for s, events in enumerate(streams)
-            for i, event in enumerate(events)
-        ),
-        key=lambda item: item[:3],
+    ordered = sorted(  # (seconds, s, i) is unique, so the events themselves are never compared
+        (event.time.seconds, s, i, event)
+        for s, events in enumerate(streams)
+        for i, event in enumerate(events)
     )
     numbered: list[NumberedEvent] = []
     rank, last = -1, None
@@ -49,10 +46,6 @@ def number_events(streams: Sequence[Sequence[GraphEvent]]) -> list[NumberedEvent
             rank, last = rank + 1, seconds
         numbered.append(NumberedEvent(event_id, rank, event))
     return numbered
-
-
-def key_of(mapping: Mapping[str, str], key: Sequence[str]) -> Key:
-    return tuple(mapping[name] for name in key)
 
 
 def groups_by_key(
@@ -74,12 +67,33 @@ def groups_by_key(
             group = by_rank.get(numbered.rank)
             if group is None:
                 group = by_rank[numbered.rank] = Group(numbered.rank, numbered.event.time.seconds, {})
+            if numbered.event.start is not None:
+                group.starts = {**(group.starts or {}), event_id: numbered.event.start.seconds}
             found = group.rows.get(gpm)
             if found is None:
                 group.rows[gpm] = [(event_id, mapping)]  # type: ignore[index]
             else:
                 found.append((event_id, mapping))  # type: ignore[attr-defined]
     return {k: [groups[r] for r in sorted(groups)] for k, groups in grouped.items()}
+
+
+def in_detection_order(matches: list[Match]) -> list[Match]:
+    """`sorted(matches, key=Match.key)`, cheaper: sort by the key without its
+    last part (the sorted mapping, costly to build for every match), then
+    by the whole key only among matches that tie on the rest. Both sorts are
+    stable, so ties on the whole key keep their order, as in one sort."""
+    ordered = sorted(matches, key=_rank_and_events)
+    out: list[Match] = []
+    for _, tied in groupby(ordered, key=_rank_and_events):
+        same = list(tied)
+        if len(same) > 1:
+            same.sort(key=Match.key)
+        out.extend(same)
+    return out
+
+
+def _rank_and_events(match: Match) -> tuple[int, int, tuple[int, ...]]:
+    return match.end_rank, match.start_rank, match.events
 
 
 def batches(items: Sequence[NumberedEvent], size: int) -> Iterator[Sequence[NumberedEvent]]:
@@ -107,7 +121,7 @@ class Replay:
         matches: list[Match] = []
         for batch in batches(events, self.batch_size):
             matches.extend(self.process_batch(batch))
-        return sorted(matches, key=Match.key)
+        return in_detection_order(matches)
 
     def process_batch(self, batch: Sequence[NumberedEvent]) -> list[Match]:
         rows = self.evaluator.evaluate((n.id, n.event) for n in batch)

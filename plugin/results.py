@@ -9,17 +9,19 @@ omitted. `srj`: SPARQL 1.1 Query Results JSON of the projected variables
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rsep.plugin.algebra.events import SelectForm
-from rsep.plugin.algebra.sparql import IRI, XSD_STRING, BNode, Literal
+from rsep.plugin.algebra.events import ConstructForm, SelectForm
+from rsep.plugin.algebra.sparql import IRI, XSD_STRING, BNode, Literal, TriplePattern, Var
 from rsep.plugin.compile.plan import QueryPlan
 from rsep.plugin.events import GraphEvent
 from rsep.plugin.expr import ExprError, compile_expr
 from rsep.plugin.nfa.runtime import Match
-from rsep.plugin.terms import nt_to_term
+from rsep.plugin.terms import nt_to_term, term_to_nt
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +31,8 @@ class Solution:
     match: Match
     events: tuple[GraphEvent, ...]
     bindings: dict[str, str]
+    triples: tuple[tuple[str, str, str], ...] | None = None
+    """CONSTRUCT: the instantiated template; None for SELECT."""
 
 
 class Projector:
@@ -38,6 +42,7 @@ class Projector:
     def __init__(self, plan: QueryPlan) -> None:
         self.names = plan.output_vars
         form = plan.query.form
+        self.template = form.template if isinstance(form, ConstructForm) else None
         self.distinct = isinstance(form, SelectForm) and form.distinct
         self._columns: list[tuple[str, Callable[[Mapping[str, str]], str] | None]] = []
         projection = form.projection if isinstance(form, SelectForm) else None
@@ -68,19 +73,62 @@ class Projector:
     def solutions(self, matches: Iterable[Match], events: Sequence[GraphEvent]) -> list[Solution]:
         out = []
         for match in matches:
+            contributing = tuple(events[i] for i in match.events)
+            if self.template is not None:
+                triples = instantiate(self.template, match.mapping, match_label(match))
+                out.append(Solution(match, contributing, {}, triples))
+                continue
             row = self.project(match.mapping)
             if row is not None:
-                out.append(Solution(match, tuple(events[i] for i in match.events), row))
+                out.append(Solution(match, contributing, row))
         return out
 
 
 def jsonl_line(solution: Solution) -> str:
-    record = {
-        "start": solution.events[0].time.json(),
+    record: dict[str, object] = {
+        "start": min((e.begins for e in solution.events), key=lambda t: t.seconds).json(),
         "end": solution.events[-1].time.json(),
-        "bindings": solution.bindings,
     }
+    if solution.triples is None:
+        record["bindings"] = solution.bindings
+    else:
+        record["triples"] = [f"{s} {p} {o} ." for s, p, o in solution.triples]
     return json.dumps(record, ensure_ascii=False)
+
+
+def match_label(match: Match) -> str:
+    """A short, deterministic name for one match (blank nodes of its CONSTRUCT
+    output are named after it, so recomputing a match reproduces them)."""
+    digest = hashlib.sha256(repr((match.events, sorted(match.mapping.items()))).encode()).hexdigest()
+    return digest[:16]
+
+
+def instantiate(
+    template: Sequence[TriplePattern], mapping: Mapping[str, str], label: str
+) -> tuple[tuple[str, str, str], ...]:
+    """CONSTRUCT's template under a mapping (SPARQL 1.1 §16.2): triples with an
+    unbound variable or an invalid term position are left out; template blank
+    nodes are fresh per match."""
+    out: dict[tuple[str, str, str], None] = {}
+    for pattern in template:
+        s = _instantiate(pattern.subject, mapping, label)
+        p = _instantiate(pattern.predicate, mapping, label)
+        o = _instantiate(pattern.object, mapping, label)
+        if s is None or p is None or o is None or s.startswith('"') or not p.startswith("<"):
+            continue
+        out[(s, p, o)] = None
+    return tuple(out)
+
+
+def _instantiate(term: object, mapping: Mapping[str, str], label: str) -> str | None:
+    if isinstance(term, Var):
+        return mapping.get(term.name)
+    if isinstance(term, BNode):
+        return f"_:m{label}t{re.sub(r'[^A-Za-z0-9]', '', term.label)}"
+    try:
+        return term_to_nt(term)  # type: ignore[arg-type]
+    except TypeError:  # a property path: not allowed in a template
+        return None
 
 
 def srj_document(names: Sequence[str], solutions: Iterable[Solution]) -> str:

@@ -20,10 +20,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from rsep.plugin.algebra.events import ConstructForm, QueryForm
-from rsep.plugin.algebra.sparql import XSD, BNode, TriplePattern, Var
+from rsep.plugin.algebra.sparql import XSD
 from rsep.plugin.events import XSD_DATETIME, Timestamp
 from rsep.plugin.nfa.runtime import Match
-from rsep.plugin.terms import iri_nt, literal_nt, term_to_nt
+from rsep.plugin.results import instantiate
+from rsep.plugin.terms import iri_nt, literal_nt
 
 RSEP = "https://w3id.org/rsep#"
 RS = "http://www.w3.org/2001/sw/DataAccess/tests/result-set#"
@@ -137,34 +138,6 @@ def match_graph(
         triples = instantiate(form.template, match.mapping, iri.rsplit(":", 1)[-1])
     return MatchGraph(iri, query_iri, events[0].time, events[-1].time, detected, derived,
                       tuple(variables), dict(bindings), triples)  # fmt: skip
-
-
-def instantiate(
-    template: Sequence[TriplePattern], mapping: Mapping[str, str], label: str
-) -> tuple[tuple[str, str, str], ...]:
-    """CONSTRUCT's template under a mapping (SPARQL 1.1 §16.2): triples with an
-    unbound variable or an invalid term position are left out; template blank
-    nodes are fresh per match."""
-    out: dict[tuple[str, str, str], None] = {}
-    for pattern in template:
-        s = _instantiate(pattern.subject, mapping, label)
-        p = _instantiate(pattern.predicate, mapping, label)
-        o = _instantiate(pattern.object, mapping, label)
-        if s is None or p is None or o is None or s.startswith('"') or not p.startswith("<"):
-            continue
-        out[(s, p, o)] = None
-    return tuple(out)
-
-
-def _instantiate(term: object, mapping: Mapping[str, str], label: str) -> str | None:
-    if isinstance(term, Var):
-        return mapping.get(term.name)
-    if isinstance(term, BNode):
-        return f"_:m{label}t{re.sub(r'[^A-Za-z0-9]', '', term.label)}"
-    try:
-        return term_to_nt(term)  # type: ignore[arg-type]
-    except TypeError:  # a property path: not allowed in a template
-        return None
 
 
 def timestamp_nt(time: Timestamp) -> str:

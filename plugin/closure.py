@@ -1,0 +1,151 @@
+"""CONSTRUCT rules fed back into the stream: EP-SPARQL's Q-closure (§4.2).
+
+Given rules Q (CONSTRUCT queries) and a stream S, queries are evaluated over
+clos_Q(S), the smallest stream holding S and every triple occurrence a rule
+derives from it: a rule's match with interval [t_start, t_end] adds its
+constructed triples as one derived event spanning that interval. A derived
+event is detected at t_end, the timestamp being processed, and may complete
+further matches at that same timestamp, so each timestamp is evaluated to a
+fixpoint: the queries' states are saved before it, and while a round derives
+events not seen yet, the timestamp is replayed with them from the saved
+states. A rule that keeps deriving new events (e.g. one inventing a fresh
+blank node from its own output) is stopped after `max_rounds` rounds with a
+`ClosureError`, since its closure is infinite.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rsep.plugin.algebra.events import ConstructForm
+from rsep.plugin.compile.plan import QueryPlan
+from rsep.plugin.events import GraphEvent
+from rsep.plugin.nfa import snapshot
+from rsep.plugin.nfa.runtime import Match, NfaState, Runtime
+from rsep.plugin.replay import GpmEvaluatorLike, Key, NumberedEvent, groups_by_key
+from rsep.plugin.results import instantiate, match_label
+
+DERIVED_STREAM = "urn:rsep:derived"
+MAX_ROUNDS = 32
+
+
+class ClosureError(ValueError):
+    """The rules derive without end at one timestamp."""
+
+
+@dataclass
+class _Query:
+    plan: QueryPlan
+    runtime: Runtime
+    evaluator: GpmEvaluatorLike
+    states: dict[Key, NfaState]
+    matches: list[Match]
+    feeds_back: bool
+
+
+class Closure:
+    """Replays queries over a stream and what their CONSTRUCT rules derive.
+
+    `plans[i]` feeds its output back into the stream when it is a CONSTRUCT
+    query; `evaluators[i]` is its GPM stage. `run` returns each plan's
+    matches and every event (input and derived) by id."""
+
+    def __init__(
+        self, plans: Sequence[QueryPlan], evaluators: Sequence[GpmEvaluatorLike], max_rounds: int = MAX_ROUNDS
+    ) -> None:
+        self.queries = [
+            _Query(
+                plan, Runtime(plan.automaton), evaluator, {}, [], isinstance(plan.query.form, ConstructForm)
+            )
+            for plan, evaluator in zip(plans, evaluators, strict=True)
+        ]
+        self.max_rounds = max_rounds
+        self.events: dict[int, GraphEvent] = {}
+        self._next_id = 0
+
+    def run(self, events: Sequence[NumberedEvent]) -> tuple[list[list[Match]], dict[int, GraphEvent]]:
+        self._next_id = max((e.id for e in events), default=-1) + 1
+        self.events.update((e.id, e.event) for e in events)
+        for batch in _by_rank(events):
+            self._timestamp(batch)
+        return [sorted(q.matches, key=Match.key) for q in self.queries], self.events
+
+    def _timestamp(self, inputs: list[NumberedEvent]) -> None:
+        saved = [_copy(q.states) for q in self.queries]
+        derived: dict[tuple[object, ...], NumberedEvent] = {}
+        for _ in range(self.max_rounds):
+            batch = [*inputs, *derived.values()]
+            found = [
+                self._evaluate(q, _copy(states), batch) for q, states in zip(self.queries, saved, strict=True)
+            ]
+            fresh = self._derive(found, inputs[0], derived)
+            if not fresh:
+                for query, (states, matches) in zip(self.queries, found, strict=True):
+                    query.states = states
+                    query.matches.extend(matches)
+                return
+            derived.update(fresh)
+        raise ClosureError(
+            f"the CONSTRUCT rules still derive new events at time {inputs[0].event.time.lexical} after "
+            f"{self.max_rounds} rounds: a rule feeds itself without end (e.g. a fresh blank node per match)"
+        )
+
+    def _evaluate(
+        self, query: _Query, states: dict[Key, NfaState], batch: list[NumberedEvent]
+    ) -> tuple[dict[Key, NfaState], list[Match]]:
+        rows = query.evaluator.evaluate((n.id, n.event) for n in batch)
+        ranks = {n.id: n for n in batch}
+        matches: list[Match] = []
+        for key, groups in groups_by_key(rows, ranks, query.plan.key).items():
+            state = states.get(key) or query.runtime.new_state()
+            state, found = query.runtime.process(state, groups)
+            states[key] = state
+            matches.extend(found)
+        last = batch[0]
+        for state in states.values():
+            query.runtime.advance_time(state, last.rank, last.event.time.seconds)
+        return states, matches
+
+    def _derive(
+        self,
+        found: list[tuple[dict[Key, NfaState], list[Match]]],
+        at: NumberedEvent,
+        known: dict[tuple[object, ...], NumberedEvent],
+    ) -> dict[tuple[object, ...], NumberedEvent]:
+        fresh: dict[tuple[object, ...], NumberedEvent] = {}
+        for query, (_, matches) in zip(self.queries, found, strict=True):
+            form = query.plan.query.form
+            if not query.feeds_back or not isinstance(form, ConstructForm):
+                continue
+            for match in matches:
+                triples = instantiate(form.template, match.mapping, match_label(match))
+                start = min((self.events[i].begins for i in match.events), key=lambda t: t.seconds)
+                key = (triples, start.seconds)
+                if not triples or key in known or key in fresh:
+                    continue
+                event_id = self._next_id
+                self._next_id += 1
+                ntriples = "".join(f"{s} {p} {o} .\n" for s, p, o in triples)
+                event = GraphEvent(
+                    DERIVED_STREAM, f"<urn:rsep:derived:{event_id}>", at.event.time, ntriples, start
+                )
+                self.events[event_id] = event
+                fresh[key] = NumberedEvent(event_id, at.rank, event)
+        return fresh
+
+
+def _by_rank(events: Sequence[NumberedEvent]) -> list[list[NumberedEvent]]:
+    batches: list[list[NumberedEvent]] = []
+    for event in events:
+        if batches and batches[-1][0].rank == event.rank:
+            batches[-1].append(event)
+        else:
+            batches.append([event])
+    return batches
+
+
+def _copy(states: dict[Key, NfaState]) -> dict[Key, NfaState]:
+    data: dict[Key, NfaState] = snapshot.decode(pickle.loads(pickle.dumps(snapshot.encode(states))))
+    return data
