@@ -23,13 +23,16 @@ engine modules of an older revision side by side with the current ones
 
 from __future__ import annotations
 
+import gc
+import hashlib
 import importlib.util
 import random
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -75,6 +78,9 @@ class Workload:
     queries: dict[str, str]
     """Query label -> SPAseq text."""
     note: str
+    unkeyed: frozenset[str] = frozenset()
+    """Labels of queries replayed without their partition key: one NFA holds
+    the runs of all key values, as when the GPMs share no variable."""
 
 
 def _trig(events: Iterable[tuple[float, Sequence[str]]]) -> bytes:
@@ -125,6 +131,7 @@ def credit_card(limit: int | None = None) -> Workload:
 
 
 STOCK_STREAM = "http://example.org/stocks"
+UNKEYED_STRICT = "SEQ(A, B+, C) strict, no key"
 
 _STOCK_QUERY = """\
 PREFIX pred: <http://example.org/stock#>
@@ -144,23 +151,21 @@ def stock(companies: int = 20, ticks: int = 2500, seed: int = 4, tick_seconds: f
     """`companies` x `ticks` events: at every tick (`tick_seconds` apart) each
     company reports its price (a random walk, 2 decimals) and volume.
     Queries: the V-shape `SEQ(A, B+, C)` (prices below A's, then above it, in
-    consecutive ticks) and its skip-till-next variant `SEQ(A; B+; C)`."""
+    consecutive ticks), its skip-till-next variant `SEQ(A; B+; C)`, and the
+    V-shape again with all companies in one NFA (no partition key)."""
     rng = random.Random(seed)
     prices = [rng.uniform(20, 200) for _ in range(companies)]
+    price, volume = "<http://example.org/stock#price>", "<http://example.org/stock#volume>"
     events = []
     for tick in range(ticks):
         for c in range(companies):
             prices[c] = max(1.0, prices[c] * (1 + rng.gauss(0, 0.004)))
             subject = f"<http://example.org/company/C{c}>"
-            events.append(
-                (
-                    tick * tick_seconds,
-                    (
-                        f'{subject} <http://example.org/stock#price> "{prices[c]:.2f}"^^{_DOUBLE} .',
-                        f'{subject} <http://example.org/stock#volume> "{rng.randint(100, 10_000)}"^^{_INTEGER} .',
-                    ),
-                )
+            triples = (
+                f'{subject} {price} "{prices[c]:.2f}"^^{_DOUBLE} .',
+                f'{subject} {volume} "{rng.randint(100, 10_000)}"^^{_INTEGER} .',
             )
+            events.append((tick * tick_seconds, triples))
     per_window = int(3600 / tick_seconds) * companies
     return Workload(
         name="stock V-shape (UC 4)",
@@ -170,7 +175,9 @@ def stock(companies: int = 20, ticks: int = 2500, seed: int = 4, tick_seconds: f
         queries={
             "SEQ(A, B+, C) strict": _STOCK_QUERY % {"s1": ", ", "s2": ", "},
             "SEQ(A; B+; C) skip-till-next": _STOCK_QUERY % {"s1": "; ", "s2": "; "},
+            UNKEYED_STRICT: _STOCK_QUERY % {"s1": ", ", "s2": ", "},
         },
+        unkeyed=frozenset({UNKEYED_STRICT}),
         note=(
             f"{companies} companies x {ticks} ticks {tick_seconds:g} s apart, seed {seed}; "
             f"a 60-minute window holds {per_window} events; key ?company"
@@ -178,8 +185,9 @@ def stock(companies: int = 20, ticks: int = 2500, seed: int = 4, tick_seconds: f
     )
 
 
-def compile_text(text: str) -> QueryPlan:
-    return compile_query(parse_event_query(text, source="<bench>"))
+def compile_text(text: str, keyed: bool = True) -> QueryPlan:
+    plan = compile_query(parse_event_query(text, source="<bench>"))
+    return plan if keyed else replace(plan, key=())
 
 
 # ---------------------------------------------------------------------- engine versions
@@ -194,6 +202,20 @@ class Engine:
     gpm: Any
     runtime: Any
     replay: Any
+    runtime_constants: Mapping[str, Any] = field(default_factory=dict)
+    """Constants of the runtime module set while this engine replays (a
+    variant of the current engine that exists only in the benchmark)."""
+
+    @contextmanager
+    def configured(self) -> Iterator[None]:
+        saved = {name: getattr(self.runtime, name) for name in self.runtime_constants}
+        for name, value in self.runtime_constants.items():
+            setattr(self.runtime, name, value)
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                setattr(self.runtime, name, value)
 
     def parse(self, workload: Workload) -> list[Any]:
         """TriG payload -> numbered events (what `rsep run` does after reading the file)."""
@@ -207,6 +229,12 @@ class Engine:
 def current_engine() -> Engine:
     modules = [importlib.import_module(name) for name in ENGINE_MODULES]
     return Engine("current", *modules)
+
+
+def without_sharing(engine: Engine) -> Engine:
+    """The current engine with the runtime's outcome sharing (`_Outcomes`)
+    switched off: the NFA optimisations without that one."""
+    return replace(engine, label="no sharing", runtime_constants={"SHARE_MIN_RUNS": sys.maxsize})
 
 
 def load_revision(rev: str) -> Engine:
@@ -250,11 +278,15 @@ class NaiveGpmEvaluator:
         assert all(p.kb_query is None and not p.kb_graphs_in_batch for p in plans)
         self.plans = plans
 
-    def evaluate(self, events: Iterable[tuple[int, GraphEvent]]) -> dict[int, list[tuple[int, dict[str, str]]]]:
+    def evaluate(
+        self, events: Iterable[tuple[int, GraphEvent]]
+    ) -> dict[int, list[tuple[int, dict[str, str]]]]:
         rows: dict[int, list[tuple[int, dict[str, str]]]] = {}
         for event_id, event in events:
             store = ox.Store()
-            store.extend(ox.parse(batch_nquads([(event_id, event)], EVENT_GRAPH_PREFIX), ox.RdfFormat.N_QUADS))
+            store.extend(
+                ox.parse(batch_nquads([(event_id, event)], EVENT_GRAPH_PREFIX), ox.RdfFormat.N_QUADS)
+            )
             for plan in self.plans:
                 if event.stream not in plan.streams:
                     continue
@@ -262,7 +294,9 @@ class NaiveGpmEvaluator:
                 assert isinstance(result, ox.QuerySolutions)
                 names = [v.value for v in result.variables][1:]  # the first is the event graph
                 for solution in result:
-                    mapping = {n: str(t) for n, t in zip(names, list(solution)[1:], strict=True) if t is not None}
+                    mapping = {
+                        n: str(t) for n, t in zip(names, list(solution)[1:], strict=True) if t is not None
+                    }
                     rows.setdefault(plan.index, []).append((event_id, mapping))
         return rows
 
@@ -270,17 +304,27 @@ class NaiveGpmEvaluator:
 # ---------------------------------------------------------------------- timing
 
 
+CPU = time.process_time
+"""The stages are timed in CPU seconds of this process: on a shared machine,
+wall-clock time also counts what the other processes did meanwhile (Oxigraph
+evaluates queries on the calling thread, so nothing is missed)."""
+
+
 @dataclass
 class Timings:
+    """CPU seconds per stage of one replay, its wall-clock total, and the
+    peak of the total number of runs of all keys' NFA states, sampled after
+    every `Runtime.process` and `advance_time` call."""
+
     gpm: float = 0.0
     nfa: float = 0.0
     total: float = 0.0
+    wall: float = 0.0
     runs_now: int = 0
     peak_runs: int = 0
     counts: dict[int, int] = field(default_factory=dict)
 
     def sample(self, state: Any) -> None:
-        """Track the total of `run_count()` over all keys' states."""
         count = state.run_count()
         self.runs_now += count - self.counts.get(id(state), 0)
         self.counts[id(state)] = count
@@ -292,9 +336,9 @@ class _TimedEvaluator:
         self.inner, self.timings = inner, timings
 
     def evaluate(self, events: Iterable[tuple[int, GraphEvent]]) -> Mapping[int, Sequence[Any]]:
-        start = time.perf_counter()
+        start = CPU()
         rows: Mapping[int, Sequence[Any]] = self.inner.evaluate(events)
-        self.timings.gpm += time.perf_counter() - start
+        self.timings.gpm += CPU() - start
         return rows
 
 
@@ -309,48 +353,55 @@ class _TimedRuntime:
         return self.inner.new_state()
 
     def process(self, state: Any, groups: Any) -> Any:
-        start = time.perf_counter()
+        start = CPU()
         result = self.inner.process(state, groups)
-        self.timings.nfa += time.perf_counter() - start
+        self.timings.nfa += CPU() - start
         self.timings.sample(result[0])
         return result
 
     def advance_time(self, state: Any, rank: int, seconds: float) -> Any:
-        start = time.perf_counter()
+        start = CPU()
         result = self.inner.advance_time(state, rank, seconds)
-        self.timings.nfa += time.perf_counter() - start
+        self.timings.nfa += CPU() - start
         self.timings.sample(result)
         return result
 
 
 def replay(
-    engine: Engine, plan: QueryPlan, events: Sequence[Any], *, naive: bool = False, timed: bool = False
+    engine: Engine, plan: QueryPlan, events: Sequence[Any], *, naive: bool = False
 ) -> tuple[list[Any], Timings]:
-    """Run `engine`'s in-process replay; with `timed`, GPM and NFA time and
-    the peak run count are recorded (the wrappers cost a few calls per key
-    and batch)."""
+    """Run `engine`'s in-process replay, timing its stages (the wrappers add
+    a few calls per key and batch) after a full garbage collection, so that
+    every run starts from the same heap."""
     timings = Timings()
     evaluator: Any = NaiveGpmEvaluator(plan.gpms) if naive else engine.gpm.GpmEvaluator(plan.gpms)
-    if timed:
-        evaluator = _TimedEvaluator(evaluator, timings)
-    driver = engine.replay.Replay(plan, evaluator)
-    if timed:
-        driver.runtime = _TimedRuntime(driver.runtime, timings)
-    start = time.perf_counter()
-    matches: list[Any] = driver.run(events)
-    timings.total = time.perf_counter() - start
+    driver = engine.replay.Replay(plan, _TimedEvaluator(evaluator, timings))
+    driver.runtime = _TimedRuntime(driver.runtime, timings)
+    gc.collect()
+    with engine.configured():
+        start, wall = CPU(), time.perf_counter()
+        matches: list[Any] = driver.run(events)
+        timings.total, timings.wall = CPU() - start, time.perf_counter() - wall
     return matches, timings
 
 
-def clock(function: Callable[[], Any]) -> tuple[Any, float]:
-    start = time.perf_counter()
-    result = function()
-    return result, time.perf_counter() - start
+def parse(engine: Engine, workload: Workload) -> tuple[list[Any], float, float]:
+    """`engine.parse(workload)` with its CPU and wall-clock seconds."""
+    gc.collect()
+    start, wall = CPU(), time.perf_counter()
+    events = engine.parse(workload)
+    return events, CPU() - start, time.perf_counter() - wall
 
 
-def match_tuples(matches: Iterable[Any]) -> list[tuple[object, ...]]:
-    """Matches of any engine version as plain tuples, for comparison."""
-    return [
-        (m.events, m.start_time, m.end_time, m.start_rank, m.end_rank, sorted(m.mapping.items()))
-        for m in matches
-    ]
+def digest(matches: Iterable[Any]) -> tuple[int, str]:
+    """The length and a fingerprint of a match list (events, times, ranks, bindings, order)
+    that any engine version's `Match` objects give alike; comparing these
+    instead of keeping every engine's matches keeps the heap, and with it
+    the garbage collector's work, the same for all runs."""
+    hashed = hashlib.sha256()
+    count = 0
+    for m in matches:
+        item = (m.events, m.start_time, m.end_time, m.start_rank, m.end_rank, sorted(m.mapping.items()))
+        hashed.update(repr(item).encode())
+        count += 1
+    return count, hashed.hexdigest()

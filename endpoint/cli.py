@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from rsep.endpoint.replay import KbFile, RunRequest, StreamFile, UsageError, run
 from rsep.plugin.algebra.events import ConsumptionPolicy
+from rsep.plugin.compile.entailment import REGIMES
 
 if TYPE_CHECKING:
     from flask import Flask
@@ -65,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.add_argument("--rule", type=Path, action="append", default=[], metavar="FILE",
                          help="a CONSTRUCT rule whose output joins the stream (EP-SPARQL)")  # fmt: skip
     run_cmd.add_argument("--policy", choices=[p.value for p in ConsumptionPolicy])
+    run_cmd.add_argument("--entailment", choices=REGIMES,
+                         help="match under RDFS entailment with the --kb schema (default: none)")  # fmt: skip
     run_cmd.add_argument("--format", choices=["jsonl", "srj"], default="jsonl")
     run_cmd.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
     run_cmd.add_argument("--engine", choices=["spark", "inprocess"], default="spark",
@@ -92,6 +95,7 @@ def _run(args: argparse.Namespace) -> int:
         engine=args.engine,
         master=args.master,
         rules=args.rule,
+        entailment=args.entailment,
     )
     result = run(request)
     for warning in request.warnings:

@@ -20,6 +20,7 @@ from rsep.endpoint.streaming import Streaming, compile_text, streaming
 from rsep.grammar import DIALECTS
 from rsep.plugin.algebra.events import ConsumptionPolicy
 from rsep.plugin.compile.automaton import CompileError
+from rsep.plugin.compile.entailment import REGIMES
 from rsep.plugin.service.listeners import Subscription
 from rsep.plugin.service.registry import RegisteredQuery
 
@@ -37,7 +38,12 @@ def register() -> tuple[Response, int, dict[str, str]]:
     service = streaming()
     start = _start(service)
     try:
-        plan = compile_text(text, dialect=options.get("dialect"), policy=options.get("policy"))
+        plan = compile_text(
+            text,
+            dialect=options.get("dialect"),
+            policy=options.get("policy"),
+            entailment=options.get("entailment"),
+        )
     except CompileError as error:
         raise BadRequest(str(error), parameter="query") from None
     query = service.registry.create(text, plan.query.dialect.name, plan.streams, start, options)
@@ -138,6 +144,12 @@ def _options() -> dict[str, str]:
                 f"unknown dialect {dialect!r} (known: {', '.join(DIALECTS)})", parameter="dialect"
             )
         options["dialect"] = dialect
+    entailment = request.args.get("entailment")
+    if entailment is not None:
+        if entailment not in REGIMES:
+            message = f"unknown entailment regime {entailment!r} (known: {', '.join(REGIMES)})"
+            raise BadRequest(message, parameter="entailment")
+        options["entailment"] = entailment
     return options
 
 

@@ -49,6 +49,8 @@ class RunRequest:
     rules: Sequence[Path] = ()
     """CONSTRUCT rules whose output is fed back into the stream (EP-SPARQL Q-closure)."""
     warnings: list[str] = field(default_factory=list)
+    entailment: str | None = None
+    """Entailment regime of the query and its rules (`rdfs`), EventQuery.entailment."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +67,9 @@ class RunResult:
         return srj_document(self.plan.output_vars, self.solutions) + "\n"
 
 
-def load_query(path: Path, policy: ConsumptionPolicy | None = None) -> EventQuery:
+def load_query(
+    path: Path, policy: ConsumptionPolicy | None = None, entailment: str | None = None
+) -> EventQuery:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
@@ -73,6 +77,8 @@ def load_query(path: Path, policy: ConsumptionPolicy | None = None) -> EventQuer
     query = parse_event_query(text, source=str(path))
     if policy is not None and policy is not query.consumption:
         query = replace(query, consumption=policy)
+    if entailment is not None:
+        query = replace(query, entailment=entailment)
     return query
 
 
@@ -103,7 +109,7 @@ def load_kb(files: Sequence[KbFile]) -> KnowledgeBase:
 
 
 def run(request: RunRequest) -> RunResult | WindowRun:
-    query = load_query(request.query_file, request.policy)
+    query = load_query(request.query_file, request.policy, request.entailment)
     if is_window_query(query):
         return run_windows(request, query)
     plan = compile_query(query)
@@ -124,7 +130,7 @@ def run_closure(
     output, when it is a CONSTRUCT query itself): in-process, per timestamp."""
     if request.engine != "inprocess":
         request.warnings.append("CONSTRUCT rules are replayed in-process: --engine spark is not used")
-    rules = [compile_query(load_query(path, request.policy)) for path in request.rules]
+    rules = [compile_query(load_query(path, request.policy, request.entailment)) for path in request.rules]
     for path, rule in zip(request.rules, rules, strict=True):
         if not isinstance(rule.query.form, ConstructForm):
             raise UsageError(f"{path}: a --rule must be a CONSTRUCT query")

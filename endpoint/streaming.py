@@ -4,8 +4,8 @@ continuous queries and the engine that runs them, shared by /streams and
 
 `init_app` creates them from the configuration:
 
-- `RSEP_ENGINE`: `inprocess`, or `spark` (until the Spark streaming engine is
-  registered in `ENGINES`, `spark` runs the in-process engine, with a warning);
+- `RSEP_ENGINE`: `inprocess`, or `spark` (the Spark streaming engine; the
+  in-process one, with a warning, where pyspark or Java is missing);
 - `RSEP_START_STREAMING` (default True): start the engine with the app;
 - `RSEP_CHECKPOINT_INTERVAL` (seconds, default 1.0; 0 checkpoints after
   every batch) and `RSEP_SSE_HEARTBEAT` (seconds, default 15).
@@ -76,8 +76,37 @@ def _inprocess(parts: EngineParts) -> StreamingEngine:
     )
 
 
-ENGINES: dict[str, Callable[[EngineParts], StreamingEngine]] = {"inprocess": _inprocess}
-"""Engine name (RSEP_ENGINE) -> factory. The Spark streaming engine adds `spark`."""
+def _spark(parts: EngineParts) -> StreamingEngine:
+    """The Spark Structured Streaming engine (`rsep.plugin.spark.streaming`) on
+    RSEP_MASTER; its SparkSession starts with the engine. Only when Spark
+    cannot run here at all (pyspark not installed, or no Java) do continuous
+    queries run in-process instead, with a warning: `spark` is the default
+    engine and the results are the same. Any other problem is an error."""
+    try:
+        from rsep.plugin.spark.streaming import SparkStreamingEngine, java_missing
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] not in ("pyspark", "py4j"):
+            raise
+        reason: str | None = f"pyspark is not installed ({error})"
+    else:
+        reason = java_missing()
+    if reason is not None:
+        parts.app.logger.warning("RSEP_ENGINE=spark: %s; continuous queries run in-process", reason)
+        return _inprocess(parts)
+    return SparkStreamingEngine(
+        parts.log,
+        parts.registry,
+        parts.checkpoints,
+        parts.sink,
+        compile_registered,
+        parts.resources.kb,
+        master=str(parts.app.config.get("RSEP_MASTER", "local[*]")),
+        trigger_interval=float(parts.app.config.get("RSEP_SPARK_TRIGGER_INTERVAL", 0.1)),
+    )
+
+
+ENGINES: dict[str, Callable[[EngineParts], StreamingEngine]] = {"inprocess": _inprocess, "spark": _spark}
+"""Engine name (RSEP_ENGINE) -> factory."""
 
 
 def init_app(app: Flask) -> None:
@@ -111,15 +140,22 @@ def streaming() -> Streaming:
     return found
 
 
-def compile_text(text: str, *, dialect: str | None = None, policy: str | None = None) -> QueryPlan:
+def compile_text(
+    text: str, *, dialect: str | None = None, policy: str | None = None, entailment: str | None = None
+) -> QueryPlan:
     """Parse and compile a continuous query; raises `SparqlSyntaxError` (with
     the position, source `query`), `CompileError` or `ValueError`."""
     query = parse_event_query(text, source="query", dialect=dialect)
     if policy is not None:
         query = replace(query, consumption=ConsumptionPolicy(policy))
+    if entailment is not None:
+        query = replace(query, entailment=entailment)
     return compile_query(query)
 
 
 def compile_registered(query: RegisteredQuery) -> QueryPlan:
     """The engine's `QueryCompiler`: a registration compiled as it was registered."""
-    return compile_text(query.text, dialect=query.dialect, policy=query.options.get("policy"))
+    options = query.options
+    return compile_text(
+        query.text, dialect=query.dialect, policy=options.get("policy"), entailment=options.get("entailment")
+    )

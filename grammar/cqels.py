@@ -1,18 +1,34 @@
-"""CQELS-QL and CQELS-CEP windows: grammar/cqels.lark's transformer to the event algebra.
+"""CQELS-QL and CQELS-CEP: grammar/cqels.lark's transformer to the event algebra.
 
 Each stream graph pattern `STREAM <s> [window] {P}` (CQELS-QL) or window
 block `WINDOW :w {P}` over `FROM NAMED WINDOW :w ON <s> [window]`
 (CQELS-CEP §3.1) becomes a WindowElement in place, matched against that one
 window (RSEP-QL's `WINDOW w P`, §3.3); everything outside them reads the
 static data. The dialect reports on every new input (content change,
-RSEP-QL §3.4). CQELS-CEP's SEQ(...) is parsed (rule `event_clause`) and
-rejected as not implemented yet.
+RSEP-QL §3.4).
+
+A query with SEQ is a CQELS-CEP query Q = (V, P, D, EC) (§3.2): its top-level
+window blocks and SEQ clauses over windows are the event clauses EC, the rest
+of WHERE is P over the static data D, and [[Q, t]] = JOIN([[EC, t]], [[P, t]]_D)
+(§4.3, (1)). The WHERE becomes `MatchElement(E)` followed by P, E being the one
+event clause or their EventJoin(intersect=True) (CQELS-CEP's JOIN, (2)):
+
+- `WINDOW :w {P}` -> GraphPatternEvent on :w (matched per event, (16));
+- `WINDOW :w { SEQ({P1}, !{P2}, {P3}) }` -> Sequence of GraphPatternEvents on :w,
+  skip-till-any between them, the negated one inside Negation ((9)-(15));
+- `SEQ(:w1, !:w2, :w3)` -> Sequence of the windows' own patterns ((3)-(8)).
+
+Element patterns are named P1, P2, ... as the clauses are assembled (SEQ clauses over
+windows first, then the other window blocks, each in the order written).
+
+Nested paths (§3.1) become PathNested(step, test); a test that names the node it must
+reach, `[q o]`, ends in nSPARQL's self::o (PathSelf).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
 
 from lark import Token
 from lark.tree import Meta
@@ -24,16 +40,35 @@ from rsep.plugin.algebra.events import (
     CQELS,
     ConstructForm,
     CountWindow,
+    EventJoin,
+    EventPattern,
     EventQuery,
+    GraphPatternEvent,
     LandmarkWindow,
+    MatchElement,
+    Negation,
     NowWindow,
     SelectForm,
+    SelectionStrategy,
+    Sequence,
     StreamDecl,
     TimeWindow,
     Window,
     WindowElement,
 )
-from rsep.plugin.algebra.sparql import IRI, GroupPattern, InlineData, Prologue
+from rsep.plugin.algebra.nested import PathSelf
+from rsep.plugin.algebra.sparql import (
+    IRI,
+    GroupPattern,
+    InlineData,
+    Node,
+    Path,
+    PathAlternative,
+    PathNested,
+    PathSequence,
+    Prologue,
+    Term,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,12 +89,98 @@ class _Use:
     meta: Meta
 
 
+@dataclass(frozen=True, slots=True)
+class _SeqItem:
+    negated: bool
+    target: GroupPattern | IRI
+    meta: Meta
+
+
+@dataclass(eq=False)
+class _EventClause(Node):
+    """`SEQ(...)` as written, until the query is assembled (then it is a Sequence)."""
+
+    items: tuple[_SeqItem, ...]
+    meta: Meta
+
+    @property
+    def over_windows(self) -> bool:
+        return isinstance(self.items[0].target, IRI)
+
+
+@dataclass(frozen=True, slots=True)
+class _NodeTest:
+    """`[test]` in a path, until it is attached to the step before it."""
+
+    test: Path
+    meta: Meta
+
+
+@dataclass
+class _Clauses:
+    """Builds a CQELS-CEP query's event clauses (rsep.plugin.algebra.events nodes)."""
+
+    transformer: CqelsTransformer
+    names: int = 0
+    blocks: dict[str, list[WindowElement]] = field(default_factory=dict)
+
+    def gpm(self, window: str, pattern: GroupPattern) -> GraphPatternEvent:
+        self.names += 1
+        return GraphPatternEvent(f"P{self.names}", (window,), pattern)
+
+    def sequence(self, elements: list[EventPattern]) -> Sequence:
+        any_ = SelectionStrategy.SKIP_TILL_ANY
+        return Sequence(tuple(elements), tuple(any_ for _ in elements[1:]))
+
+    def block(self, block: WindowElement) -> EventPattern:
+        """A window block's triple sequence pattern: one graph pattern, or one SEQ of them."""
+        assert block.stream is not None
+        clauses = [e for e in block.pattern.elements if isinstance(e, _EventClause)]
+        if not clauses:
+            return self.gpm(block.stream, block.pattern)
+        clause = clauses[0]
+        if len(block.pattern.elements) > 1:
+            raise self.transformer.fail(
+                "a window block holds one triple sequence pattern: a graph pattern or one SEQ(...)",
+                clause.meta,
+            )
+        if clause.over_windows:
+            raise self.transformer.fail(
+                "SEQ over window names is an event clause of its own: write it outside window blocks",
+                clause.meta,
+            )
+        elements: list[EventPattern] = []
+        for item in clause.items:
+            assert isinstance(item.target, GroupPattern)
+            gpm = self.gpm(block.stream, item.target)
+            elements.append(Negation(gpm) if item.negated else gpm)
+        return self.sequence(elements)
+
+    def over_windows(self, clause: _EventClause) -> EventPattern:
+        elements: list[EventPattern] = []
+        for item in clause.items:
+            assert isinstance(item.target, IRI)
+            found = self.blocks.get(item.target.value, [])
+            if len(found) != 1:
+                how = "no WINDOW block" if not found else f"{len(found)} WINDOW blocks"
+                raise self.transformer.fail(
+                    f"SEQ names window <{item.target.value}>, which has {how} at the top level of "
+                    "WHERE: write exactly one WINDOW :w { ... } for each window a SEQ names",
+                    item.meta,
+                )
+            element = self.block(found[0])
+            elements.append(Negation(element) if item.negated else element)
+        return self.sequence(elements)
+
+
 class CqelsTransformer(SparqlTransformer):
     """One method per rule cqels.lark adds or overrides."""
 
     def __init__(self, base_iri: str | None = None) -> None:
         super().__init__(base_iri)
         self._uses: list[_Use] = []
+        self._blocks: list[WindowElement] = []
+        self._seqs: list[_EventClause] = []
 
     def range_window(self, children: list[Token]) -> TimeWindow:
         width = parse_duration(children[0])
@@ -93,16 +214,73 @@ class CqelsTransformer(SparqlTransformer):
         self._uses.append(_Use(True, name, None, meta))
         return self._element(name, pattern)
 
+    # ------------------------------------------------------------------ CQELS-CEP SEQ
+
     @v_args(meta=True)
-    def event_clause(self, meta: Meta, children: list[Any]) -> None:
-        raise self.fail(
-            "SEQ(...) (CQELS-CEP sequences with a negated element) is not implemented yet; "
-            "windows with plain graph patterns are",
-            meta,
-        )
+    def seq_item(self, meta: Meta, children: list[Any]) -> _SeqItem:
+        return _SeqItem(len(children) == 2, children[-1], meta)
+
+    @v_args(meta=True)
+    def event_clause(self, meta: Meta, children: list[_SeqItem]) -> _EventClause:
+        """SEQ(...) with at most one negated element (§3.2), all graph patterns (a triple sequence
+        pattern) or all window names (an event clause)."""
+        if sum(item.negated for item in children) > 1:
+            second = [item for item in children if item.negated][1]
+            raise self.fail("a SEQ has at most one negated element (CQELS-CEP §3.2)", second.meta)
+        kinds = {isinstance(item.target, IRI) for item in children}
+        if len(kinds) > 1:
+            raise self.fail(
+                "a SEQ sequences either graph patterns {...} (inside a window block) or window names",
+                meta,
+            )
+        if all(item.negated for item in children[1:]) and children[0].negated:
+            raise self.fail("a SEQ needs a positive element", meta)
+        clause = _EventClause(tuple(children), meta)
+        self._seqs.append(clause)
+        positive = [item.target for item in children if not item.negated]
+        scope = set().union(*(self.scope(t) for t in positive if isinstance(t, GroupPattern)))
+        self.set_scope(clause, scope)
+        return clause
+
+    # ------------------------------------------------------------------ nested paths
+
+    def steps(self, children: list[Any]) -> Path:
+        """[90] PathSequence with node tests: `a/[t]/b` is `a[t]/b`, a test constrains the node
+        the step before it reached."""
+        path: list[Path] = []
+        for child in children:
+            if isinstance(child, _NodeTest):
+                if not path:
+                    raise self.fail(
+                        "a nested test [...] follows a path step: write p/[test] or p[test]", child.meta
+                    )
+                path[-1] = PathNested(path[-1], child.test)
+            else:
+                path.append(child)
+        return path[0] if len(path) == 1 else PathSequence(tuple(path))
+
+    def inner_alternative(self, children: list[Path]) -> Path:
+        return children[0] if len(children) == 1 else PathAlternative(tuple(children))
+
+    def tested_step(self, children: list[Any]) -> Path:
+        """`elt[t1][t2]`: the node reached by elt passes t1 and t2."""
+        step: Path = children[0]
+        for test in children[1:]:
+            step = PathNested(step, test.test)
+        return step
+
+    @v_args(meta=True)
+    def node_test(self, meta: Meta, children: list[Any]) -> _NodeTest:
+        """`[q]` or `[q o]`: the node has a q path (to o): nSPARQL `[q]` / `[q/self::o]`."""
+        test: Path = children[0]
+        if len(children) == 2:
+            node: Term = children[1]
+            test = PathSequence((test, cast(Path, PathSelf(node))))
+        return _NodeTest(test, meta)
 
     def _element(self, target: IRI, pattern: GroupPattern) -> WindowElement:
         node = WindowElement(target.value, pattern)
+        self._blocks.append(node)
         self.set_scope(node, self.scope(pattern))
         return node
 
@@ -139,14 +317,52 @@ class CqelsTransformer(SparqlTransformer):
             )
         assert parts.where is not None
         named = [e for e in parts.extras if isinstance(e, _NamedWindow)]
+        where = parts.where
+        if self._seqs:
+            where = self._event_clauses(where)
         return EventQuery(
             dialect=CQELS,
             form=form,
             streams=self._streams(named),
-            where=parts.where,
+            where=where,
             static_graphs=tuple(d.graph.value for d in parts.dataset if not d.named),
             modifiers=parts.modifiers,
         )
+
+    def _event_clauses(self, where: GroupPattern) -> GroupPattern:
+        """A CQELS-CEP WHERE: `MatchElement(E)` then P (§4.3 (1)-(2)); see the module docstring."""
+        top = where.elements
+        placed = {id(e) for e in top} | {
+            id(inner) for e in top if isinstance(e, WindowElement) for inner in e.pattern.elements
+        }
+        blocks = [b for b in self._blocks if id(b) not in placed]
+        seqs = [c for c in self._seqs if id(c) not in placed]
+        if blocks or seqs:
+            raise self.fail(
+                "in a query with SEQ, window blocks and SEQ clauses are its event clauses and stand "
+                "at the top level of WHERE (CQELS-CEP §3.2: Q = (V, P, D, EC))",
+                seqs[0].meta if seqs else self._uses[[id(b) for b in self._blocks].index(id(blocks[0]))].meta,
+            )
+        builder = _Clauses(self)
+        for element in top:
+            if isinstance(element, WindowElement):
+                assert element.stream is not None
+                builder.blocks.setdefault(element.stream, []).append(element)
+        sequences = [e for e in top if isinstance(e, _EventClause)]
+        for clause in sequences:
+            if not clause.over_windows:
+                raise self.fail(
+                    "a SEQ of graph patterns reads a window: write it inside WINDOW :w { SEQ(...) }",
+                    clause.meta,
+                )
+        clauses: list[EventPattern] = [builder.over_windows(c) for c in sequences]
+        named = {item.target.value for c in sequences for item in c.items if isinstance(item.target, IRI)}
+        for element in top:
+            if isinstance(element, WindowElement) and element.stream not in named:
+                clauses.append(builder.block(element))
+        pattern = clauses[0] if len(clauses) == 1 else EventJoin(tuple(clauses), intersect=True)
+        rest = tuple(e for e in top if not isinstance(e, (WindowElement, _EventClause)))
+        return GroupPattern((MatchElement(pattern), *rest))
 
     def _streams(self, named: list[_NamedWindow]) -> tuple[StreamDecl, ...]:
         """One StreamDecl per named window (alias = its name) and per stream read with the STREAM

@@ -135,8 +135,8 @@ class Replay:
         last = batch[-1]
         for key, state in list(self.states.items()):
             self.runtime.advance_time(state, last.rank, last.event.time.seconds)
-            if not state.runs:
-                del self.states[key]
+            if state.idle():
+                del self.states[key]  # nothing left to continue, nor to block a later match
         return found
 
 

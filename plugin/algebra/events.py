@@ -393,6 +393,10 @@ class EventQuery(Node):
     modifiers: SolutionModifiers = SolutionModifiers()
     name: str | None = None
     prologue: Prologue = field(default_factory=Prologue)
+    entailment: str | None = None
+    """Entailment regime the patterns match under (`rdfs`; None: simple, the graphs as stored).
+    A query option, not syntax: `rsep run --entailment`, `POST /queries?entailment=`
+    (rsep.plugin.compile.entailment)."""
 
     @property
     def event_pattern(self) -> EventPattern | None:

@@ -14,6 +14,11 @@ When moving the background part out would change the group's meaning (it is
 nested in OPTIONAL/UNION, or an OPTIONAL/MINUS/BIND observes its variables),
 the whole GPM runs as one query over a batch store that also holds copies of
 the referenced KB graphs.
+
+Under an entailment regime (rsep.plugin.compile.entailment) a GPM may also hold
+lookups: tables over the knowledge base, evaluated once per KB version and
+hash-joined one after the other after the background part; the variables the
+rewrite introduced are then dropped (`hidden`) and the rows made distinct.
 """
 
 from __future__ import annotations
@@ -50,11 +55,21 @@ from rsep.plugin.algebra.sparql import (
     Var,
 )
 from rsep.plugin.compile.automaton import CompileError
+from rsep.plugin.compile.entailment import BackgroundLookup, is_hidden
 from rsep.plugin.nfa.automaton import ResidualFilter
 
 EVENT_VAR = "__rsep_event"
 EVENT_GRAPH_PREFIX = "urn:rsep:event:"
 _ORDER_SENSITIVE = (OptionalPattern, MinusPattern, Bind, SubSelect)
+
+
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    """A table joined into a GPM's rows: `query` runs over the knowledge base once per version,
+    its solutions are hash-joined on `keys` (an entailment regime's schema closure)."""
+
+    query: str
+    keys: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,36 +88,42 @@ class GpmPlan:
     residuals: tuple[ResidualFilter, ...]
     variables: frozenset[str]
     certain: frozenset[str]
+    lookups: tuple[Lookup, ...] = ()
+    hidden: tuple[str, ...] = ()
+    """Variables dropped from the rows after the joins (then made distinct)."""
 
 
 def plan_gpm(index: int, gpm: GraphPatternEvent) -> GpmPlan:
     elements = gpm.pattern.elements
+    lookups = [e for e in elements if isinstance(e, BackgroundLookup)]
     kb_blocks = [e for e in elements if isinstance(e, GraphGraphPattern)]
     filters = split_conjuncts([e for e in elements if isinstance(e, Filter)])
-    rest = [e for e in elements if not isinstance(e, (GraphGraphPattern, Filter))]
+    rest = [e for e in elements if not isinstance(e, (GraphGraphPattern, Filter, BackgroundLookup))]
     nested = frozenset().union(*(graph_names(e) for e in rest), *(graph_names(f) for f in filters))
     if None in nested or any(isinstance(b.name, Var) for b in kb_blocks):
         raise CompileError(
             f"GPM {gpm.name}: GRAPH ?variable is not supported inside a GPM; name the knowledge-base graph"
         )
-    variables = pattern_vars(gpm.pattern)
-    certain = certain_vars(gpm.pattern)
+    hidden = frozenset(n for n in pattern_vars(gpm.pattern) if is_hidden(n))
+    late = pattern_vars(GroupPattern(tuple(lookups))) - hidden  # bound by lookups, after the query
     if nested or not _separable(rest, kb_blocks):
-        return _combined_plan(index, gpm, [*rest, *kb_blocks], filters, nested | _block_names(kb_blocks))
+        graphs = nested | _block_names(kb_blocks)
+        return _combined_plan(index, gpm, [*rest, *kb_blocks], filters, graphs, lookups, hidden)
     event_group = GroupPattern(tuple(rest))
     kb_group = GroupPattern(tuple(kb_blocks))
     event_vars, event_certain = pattern_vars(event_group), certain_vars(event_group)
     kb_vars, kb_certain = pattern_vars(kb_group), certain_vars(kb_group)
     event_filters, kb_filters, residuals = [], [], []
     for flt in filters:
-        used = expr_vars(flt.expr)
-        if used <= event_vars and used & kb_vars <= event_certain:
+        used = _read(flt)
+        if used <= event_vars and used & (kb_vars | late) <= event_certain:
             event_filters.append(flt)
-        elif kb_blocks and used <= kb_vars and used & event_vars <= kb_certain:
+        elif kb_blocks and used <= kb_vars and used & (event_vars | late) <= kb_certain:
             kb_filters.append(flt)
         else:
             residuals.append(_residual(flt))
-    event_vars_sorted = tuple(sorted(event_vars))
+    planned = tuple(_lookup(b, event_certain | kb_certain) for b in lookups)
+    event_vars_sorted = _projected(event_vars, hidden, planned)
     kb_query = None
     if kb_blocks:
         kb_query = to_sparql(_select(sorted(kb_vars), GroupPattern((*kb_blocks, *kb_filters))))
@@ -110,15 +131,19 @@ def plan_gpm(index: int, gpm: GraphPatternEvent) -> GpmPlan:
         index=index,
         name=gpm.name,
         streams=gpm.streams,
-        event_query=to_sparql(_event_select(event_vars_sorted, (*rest, *event_filters))),
+        event_query=to_sparql(
+            _event_select(event_vars_sorted, (*rest, *event_filters), distinct=bool(hidden))
+        ),
         event_vars=event_vars_sorted,
         kb_query=kb_query,
         kb_vars=tuple(sorted(kb_vars)),
         join_vars=tuple(sorted(event_certain & kb_certain)),
         kb_graphs_in_batch=(),
         residuals=tuple(residuals),
-        variables=variables,
-        certain=certain,
+        variables=pattern_vars(gpm.pattern) - hidden,
+        certain=certain_vars(gpm.pattern) - hidden,
+        lookups=planned,
+        hidden=tuple(sorted(hidden)),
     )
 
 
@@ -128,17 +153,21 @@ def _combined_plan(
     parts: list[Node],
     filters: list[Filter],
     graphs: frozenset[str | None],
+    lookups: list[BackgroundLookup],
+    hidden: frozenset[str],
 ) -> GpmPlan:
     """Everything in one query over a batch store holding the KB graphs too."""
     group = GroupPattern(tuple(parts))
-    own = pattern_vars(group)
-    local = [f for f in filters if expr_vars(f.expr) <= own]
+    own, own_certain = pattern_vars(group), certain_vars(group)
+    late = pattern_vars(GroupPattern(tuple(lookups))) - hidden
+    local = [f for f in filters if _local(_read(f), own, own_certain, late)]
     residuals = tuple(_residual(f) for f in filters if f not in local)
-    names = tuple(sorted(own))
+    planned = tuple(_lookup(b, own_certain) for b in lookups)
+    names = _projected(own, hidden, planned)
     restrict = Filter(
         FunctionCall("STRSTARTS", (FunctionCall("STR", (Var(EVENT_VAR),)), Literal(EVENT_GRAPH_PREFIX)))
     )
-    query = _event_select(names, (*parts, *local), extra=(restrict,))
+    query = _event_select(names, (*parts, *local), extra=(restrict,), distinct=bool(hidden))
     return GpmPlan(
         index=index,
         name=gpm.name,
@@ -150,9 +179,38 @@ def _combined_plan(
         join_vars=(),
         kb_graphs_in_batch=tuple(sorted(g for g in graphs if g is not None)),
         residuals=residuals,
-        variables=pattern_vars(gpm.pattern),
-        certain=certain_vars(gpm.pattern),
+        variables=pattern_vars(gpm.pattern) - hidden,
+        certain=certain_vars(gpm.pattern) - hidden,
+        lookups=planned,
+        hidden=tuple(sorted(hidden)),
     )
+
+
+def _read(flt: Filter) -> frozenset[str]:
+    """The variables a FILTER reads from the solutions (an entailment rewrite's hidden ones are
+    local to the EXISTS patterns that hold them)."""
+    return frozenset(n for n in expr_vars(flt.expr) if not is_hidden(n))
+
+
+def _local(used: frozenset[str], own: frozenset[str], certain: frozenset[str], late: frozenset[str]) -> bool:
+    """Can a FILTER run in the GPM's own query (not reading what lookups bind afterwards)?"""
+    return used <= own and used & late <= certain
+
+
+def _projected(names: frozenset[str], hidden: frozenset[str], lookups: tuple[Lookup, ...]) -> tuple[str, ...]:
+    """What the event query returns: the hidden variables only where a lookup joins on them (the
+    rows are made distinct after the joins anyway, so the query may be DISTINCT)."""
+    keys = {key for lookup in lookups for key in lookup.keys}
+    return tuple(sorted(n for n in names if n not in hidden or n in keys))
+
+
+def _lookup(block: BackgroundLookup, bound: frozenset[str]) -> Lookup:
+    """A lookup joins on the variables it binds and the rows always have by then."""
+    keys = tuple(sorted(certain_vars(block) & bound))
+    if not keys:
+        raise CompileError("a knowledge-base lookup shares no variable with the event pattern")
+    names = sorted(pattern_vars(block))
+    return Lookup(to_sparql(_select(names, GroupPattern(block.elements))), keys)
 
 
 def _separable(rest: list[Node], kb_blocks: list[GraphGraphPattern]) -> bool:
@@ -174,17 +232,17 @@ def _residual(flt: Filter) -> ResidualFilter:
     return ResidualFilter(flt.expr, expr_vars(flt.expr))
 
 
-def _select(names: list[str] | tuple[str, ...], where: GroupPattern) -> SelectQuery:
+def _select(names: list[str] | tuple[str, ...], where: GroupPattern, distinct: bool = False) -> SelectQuery:
     projection = tuple(Projection(Var(n)) for n in names) or None
-    return SelectQuery(projection=projection, where=where)
+    return SelectQuery(projection=projection, where=where, distinct=distinct)
 
 
 def _event_select(
-    names: tuple[str, ...], parts: tuple[Node, ...], extra: tuple[Node, ...] = ()
+    names: tuple[str, ...], parts: tuple[Node, ...], extra: tuple[Node, ...] = (), distinct: bool = False
 ) -> SelectQuery:
     inner = GroupPattern(parts)
     where = GroupPattern((GraphGraphPattern(Var(EVENT_VAR), inner), *extra))
-    return _select((EVENT_VAR, *names), where)
+    return _select((EVENT_VAR, *names), where, distinct)
 
 
 def split_conjuncts(filters: list[Filter]) -> list[Filter]:

@@ -24,6 +24,15 @@ window) and checks when the mandatory side completes — by which time, since
 events arrive in end-time order, every solution that could match has been
 seen (EP-SPARQL's time-wise monotonicity).
 
+CQELS-CEP's SEQ with one negated element (§4.2) uses the same anti-joins, the
+negated element being the auxiliary pattern: SEQ(!N, R...) is NO_HEAD (no
+compatible N ends before the sequence starts), SEQ(L..., !N, R...) is SEQ_WO
+(no compatible N lies within [end of L, start of R], compatible with the whole
+mapping) and SEQ(L..., !N) is NO_TAIL (no compatible N starts after the
+sequence ends, up to the evaluation time). NO_TAIL is the one anti-join a
+later event can still violate after detection: the runtime keeps such matches
+pending and decides them at an evaluation time (`Runtime.settle`).
+
 The number of orders grows quickly with the number of unordered leaves
 (13 for three, 75 for four); patterns beyond `MAX_ALTERNATIVES` are rejected.
 """
@@ -46,6 +55,7 @@ from rsep.plugin.algebra.events import (
     EventLeftJoin,
     EventPattern,
     GraphPatternEvent,
+    Negation,
     OptionalSequence,
     SelectionStrategy,
     Sequence,
@@ -116,10 +126,17 @@ def _alternatives(pattern: EventPattern, context: _Context) -> list[Alternative]
         return [Alternative((frozenset((pattern.name,)),), (frozenset(),))]
     if isinstance(pattern, Sequence):
         _require_skip_till_any(pattern)
+        if any(isinstance(element, Negation) for element in pattern.elements):
+            return _sequence_without(pattern, context)
         result = _alternatives(pattern.elements[0], context)
         for element in pattern.elements[1:]:
             result = [_then(a, b) for a, b in product(result, _alternatives(element, context))]
         return result
+    if isinstance(pattern, EventJoin) and pattern.intersect:
+        raise CompileError(
+            "CQELS-CEP's JOIN of event clauses (interval intersection) is evaluated by the window "
+            "runtime, not inside an event pattern"
+        )
     if isinstance(pattern, EventJoin):
         result = _alternatives(pattern.operands[0], context)
         for operand in pattern.operands[1:]:
@@ -150,7 +167,50 @@ def _alternatives(pattern: EventPattern, context: _Context) -> list[Alternative]
             if max(right) <= max(left)  # the optional side ends no later (docs/semantics.md: t'_end <= t_end)
         ]
         return positive + _anti(pattern.left, pattern.right, Relation.NOT_AFTER_END, context)
+    if isinstance(pattern, Negation):
+        raise CompileError("a negated element (!) is an element of a SEQ, between or beside positive ones")
     raise CompileError(f"{type(pattern).__name__} is not supported in an interval pattern")
+
+
+def _sequence_without(pattern: Sequence, context: _Context) -> list[Alternative]:
+    """CQELS-CEP §4.2: NO_HEAD, SEQ_WO or NO_TAIL, by where the one negated element stands."""
+    negated = [i for i, element in enumerate(pattern.elements) if isinstance(element, Negation)]
+    if len(negated) > 1:
+        raise CompileError("a SEQ has at most one negated element (CQELS-CEP §3.2)")
+    index = negated[0]
+    if len(pattern.elements) < 2:
+        raise CompileError("a SEQ with a negated element needs a positive element")
+    negation = pattern.elements[index]
+    assert isinstance(negation, Negation)
+    aux = context.auxiliary(negation.element)
+    if any(a.anti for a in context.auxiliaries[aux]):
+        raise CompileError("a negated element cannot itself hold a negated or optional element")
+    left = _alternatives(_subsequence(pattern.elements[:index]), context) if index else []
+    right_elements = pattern.elements[index + 1 :]
+    right = _alternatives(_subsequence(right_elements), context) if right_elements else []
+    if index == 0:  # NO_HEAD: no compatible N ends before the sequence starts
+        return [_with_anti(b, AntiJoin(aux, _all_steps(b), Relation.BEFORE_START)) for b in right]
+    if not right_elements:  # NO_TAIL: no compatible N starts after the sequence ends (settled at t)
+        return [_with_anti(a, AntiJoin(aux, _all_steps(a), Relation.AFTER_END)) for a in left]
+    result = []
+    for a, b in product(left, right):  # SEQ_WO: no compatible N within [end of L, start of R]
+        joined = _then(a, b)
+        later = frozenset(range(len(a.steps), len(joined.steps)))
+        result.append(_with_anti(joined, AntiJoin(aux, _all_steps(a), Relation.WITHIN_GAP, later)))
+    return result
+
+
+def _subsequence(elements: tuple[EventPattern, ...]) -> EventPattern:
+    any_ = SelectionStrategy.SKIP_TILL_ANY
+    return elements[0] if len(elements) == 1 else Sequence(elements, tuple(any_ for _ in elements[1:]))
+
+
+def _all_steps(alternative: Alternative) -> frozenset[int]:
+    return frozenset(range(len(alternative.steps)))
+
+
+def _with_anti(alternative: Alternative, anti: AntiJoin) -> Alternative:
+    return replace(alternative, anti=(*alternative.anti, anti))
 
 
 def _require_skip_till_any(pattern: Sequence) -> None:
@@ -178,7 +238,8 @@ def _then(a: Alternative, b: Alternative) -> Alternative:
         after=a.after + tuple(last | _shift(s, offset) for s in b.after),
         equal=a.equal + tuple((_shift(x, offset), _shift(y, offset)) for x, y in b.equal),
         filters=a.filters + tuple((_shift(s, offset), e) for s, e in b.filters),
-        anti=a.anti + tuple(replace(j, steps=_shift(j.steps, offset)) for j in b.anti),
+        anti=a.anti
+        + tuple(replace(j, steps=_shift(j.steps, offset), later=_shift(j.later, offset)) for j in b.anti),
     )
 
 
@@ -256,7 +317,7 @@ def _remap_filters(
 
 
 def _remap_anti(anti: tuple[AntiJoin, ...], places: list[int]) -> tuple[AntiJoin, ...]:
-    return tuple(replace(j, steps=_remap(j.steps, places)) for j in anti)
+    return tuple(replace(j, steps=_remap(j.steps, places), later=_remap(j.later, places)) for j in anti)
 
 
 def _with_filter(a: Alternative, expr: Expr) -> Alternative:

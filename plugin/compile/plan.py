@@ -25,6 +25,7 @@ from rsep.plugin.algebra.events import (
 )
 from rsep.plugin.algebra.sparql import BinaryOp, Filter, GraphGraphPattern, GroupPattern, Node
 from rsep.plugin.compile.automaton import CompileError, compile_automaton
+from rsep.plugin.compile.entailment import entail_pattern
 from rsep.plugin.compile.gpm import GpmPlan, plan_gpm
 from rsep.plugin.compile.intervals import compile_interval_automaton, duration_bound
 from rsep.plugin.nfa.automaton import Automaton
@@ -54,6 +55,8 @@ class QueryPlan:
 
 def compile_query(query: EventQuery) -> QueryPlan:
     pattern = event_pattern_of(query)
+    if query.entailment is not None:
+        pattern = entail_pattern(pattern, query.entailment)
     gpms = collect_gpms(pattern)
     plans = tuple(plan_gpm(i, g) for i, g in enumerate(gpms))
     key = _partition_key(query, plans)

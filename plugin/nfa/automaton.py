@@ -69,23 +69,35 @@ class Action(Enum):
 
 
 class Relation(Enum):
-    """How a remembered solution of an optional side relates in time to the
-    mandatory side, for an anti-join (EP-SPARQL's optional operators)."""
+    """How a remembered solution of an optional (or negated) side relates in
+    time to the mandatory side, for an anti-join (EP-SPARQL's optional
+    operators, CQELS-CEP's negation)."""
 
-    BEFORE_START = "ends before the mandatory side starts"  # OPTIONALSEQ (SeqRightJoin)
+    BEFORE_START = "ends before the mandatory side starts"  # OPTIONALSEQ (SeqRightJoin), NO_HEAD
     SAME_INTERVAL = "has the same interval"  # EQUALSOPTIONAL (EqLeftJoin)
     NOT_AFTER_END = "ends no later than the mandatory side"  # OPTIONAL (LeftJoin)
+    WITHIN_GAP = "lies within [end of `steps`, start of `later`]"  # CQELS-CEP SEQ_WO
+    AFTER_END = "starts after the mandatory side ends"  # CQELS-CEP NO_TAIL
+
+    @property
+    def open(self) -> bool:
+        """Can a solution that blocks the match still arrive after it is detected?
+        Only for AFTER_END: such anti-joins are settled at evaluation time
+        (`Runtime.settle`), not at detection."""
+        return self is Relation.AFTER_END
 
 
 @dataclass(frozen=True, slots=True)
 class AntiJoin:
     """At acceptance: the match stands only if no remembered solution of the
     auxiliary pattern `aux` is compatible with it and `relation`-related to
-    the interval of its steps `steps`."""
+    the interval of its steps `steps` (for WITHIN_GAP: to the gap between
+    the end of `steps` and the start of `later`)."""
 
     aux: int
     steps: frozenset[int]
     relation: Relation
+    later: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

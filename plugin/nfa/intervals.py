@@ -39,10 +39,17 @@ def hull(spans: Spans, steps: frozenset[int]) -> Span:
 
 
 def relation_holds(relation: Relation, remembered: Span, mandatory: Span) -> bool:
+    """`mandatory` is the mandatory side's interval; for WITHIN_GAP it is the gap
+    [end of the steps before, start of the steps after] (CQELS-CEP SEQ_WO:
+    [t3, t4] ⊆ [t2, t5], closed)."""
     if relation is Relation.BEFORE_START:
         return remembered[1] < mandatory[0]
     if relation is Relation.SAME_INTERVAL:
         return remembered == mandatory
+    if relation is Relation.WITHIN_GAP:
+        return mandatory[0] <= remembered[0] and remembered[1] <= mandatory[1]
+    if relation is Relation.AFTER_END:
+        return remembered[0] > mandatory[1]
     return remembered[1] <= mandatory[1]
 
 

@@ -34,6 +34,7 @@ from rsep.plugin.nfa.automaton import (
     DisjunctionAtom,
     GpmAtom,
     IntervalSpec,
+    Relation,
     State,
     atom_gpms,
 )
@@ -128,9 +129,17 @@ class NfaState:
     last_rank: int = -1
     history: dict[int, list[tuple[Mapping_, Span]]] = field(default_factory=dict)
     """Per auxiliary pattern, its solutions so far (for anti-joins)."""
+    pending: list[tuple[IntervalSpec, Match, Spans]] = field(default_factory=list)
+    """Complete matches with an open anti-join (CQELS-CEP NO_TAIL), which only
+    `Runtime.settle` decides, at an evaluation time. Not checkpointed: only the
+    window runtime uses them, and it replays a fresh state per evaluation."""
 
     def run_count(self) -> int:
         return sum(map(len, self.runs.values()))
+
+    def idle(self) -> bool:
+        """Nothing to continue and nothing remembered: the state may be dropped."""
+        return not self.runs and not self.pending and not any(self.history.values())
 
 
 class OutOfOrderError(ValueError):
@@ -191,6 +200,40 @@ class _Outcomes:
         joined = _checked(self.cand, mapping, self.rebind)
         self.seen[key] = joined is not None
         return joined
+
+
+class _CandidateIndex:
+    """A hash join of a state's runs with a group's candidates, instead of
+    trying every candidate on every run: candidates are bucketed by their
+    values of the variables all of them bind (minus the state's `rebind`)
+    and the first run binds, and a run that binds those only meets its
+    bucket. The others would fail to join on one of those variables; the
+    bucket keeps the candidates' order, so runs spawn in the same order.
+    This is what keeps one NFA for many keys (no partition key) linear."""
+
+    __slots__ = ("buckets", "checks", "common", "names")
+
+    def __init__(self, checks: list[_Outcomes], rebind: frozenset[str]) -> None:
+        self.checks = checks
+        self.common = frozenset.intersection(*(frozenset(c.cand.mapping) for c in checks)) - rebind
+        self.names: tuple[str, ...] | None = None
+        self.buckets: dict[tuple[str | None, ...], list[_Outcomes]] | None = None
+
+    def meeting(self, mapping: Mapping_) -> list[_Outcomes]:
+        """The candidates a run with this mapping may join, in their order."""
+        if self.names is None:
+            self.names = tuple(sorted(n for n in self.common if n in mapping))
+            if self.names:
+                self.buckets = {}
+                for check in self.checks:
+                    bucket = tuple(check.cand.mapping[n] for n in self.names)
+                    self.buckets.setdefault(bucket, []).append(check)
+        if self.buckets is None:
+            return self.checks
+        values = tuple(map(mapping.get, self.names))
+        if None in values:  # the run lacks one of the variables: it meets every candidate
+            return self.checks
+        return self.buckets.get(values, [])
 
 
 class _Step:
@@ -299,6 +342,7 @@ class Runtime:
         group = step.group
         share = self._sharing(spec, runs)
         checks = [_Outcomes(cand, spec.rebind, share) for cand in self._matches(spec.atom, group, step.cache)]
+        index = _CandidateIndex(checks, spec.rebind) if len(checks) > 1 else None
         guards: list[_Outcomes] | None = None
         keep: list[Run] = []
         # Attributes read into locals: the loop below runs for every run at every group.
@@ -311,7 +355,7 @@ class Runtime:
             if max_gap is not None and rank > run.last_rank + max_gap:
                 continue
             took = False
-            for check in checks:
+            for check in checks if index is None else index.meeting(run.mapping):
                 joined = check.join(run.mapping)
                 if joined is not None and self._spawn(spec, run, check.cand.events, joined, step):
                     took = True
@@ -435,17 +479,44 @@ class Runtime:
 
     def _resolve_anti_joins(self, step: _Step) -> None:
         """Matches with anti-joins, once the whole timestamp is in: an optional
-        side ending at this very timestamp (EQUALSOPTIONAL) counts too."""
+        side ending at this very timestamp (EQUALSOPTIONAL) counts too. A match
+        with an open anti-join (NO_TAIL) waits in `pending` for `settle`."""
         for interval, match, spans in step.deferred:
             assert spans is not None
-            if not any(self._blocked(anti, match, spans, step.state) for anti in interval.anti):
+            closed = [anti for anti in interval.anti if not anti.relation.open]
+            if any(self._blocked(anti, match, spans, step.state) for anti in closed):
+                continue
+            if len(closed) < len(interval.anti):
+                step.state.pending.append((interval, match, spans))
+            else:
                 step.matches.setdefault((match.events, tuple(sorted(match.mapping.items()))), match)
 
+    def settle(self, state: NfaState, time: float) -> list[Match]:
+        """The pending matches (open anti-joins, CQELS-CEP NO_TAIL) that no
+        remembered solution ending at or before `time` blocks, in detection
+        order. They stay pending, since a later solution may still block them
+        (NO_TAIL is evaluated at a time t, not at detection); blocked ones are
+        dropped."""
+        kept: list[tuple[IntervalSpec, Match, Spans]] = []
+        for interval, match, spans in state.pending:
+            opened = [anti for anti in interval.anti if anti.relation.open]
+            if not any(self._blocked(anti, match, spans, state, until=time) for anti in opened):
+                kept.append((interval, match, spans))
+        state.pending = kept
+        return sorted((match for _, match, _ in kept), key=Match.key)
+
     @staticmethod
-    def _blocked(anti: AntiJoin, match: Match, spans: Spans, state: NfaState) -> bool:
-        mandatory = hull(spans, anti.steps)
+    def _blocked(
+        anti: AntiJoin, match: Match, spans: Spans, state: NfaState, until: float | None = None
+    ) -> bool:
+        if anti.relation is Relation.WITHIN_GAP:
+            mandatory = (hull(spans, anti.steps)[1], hull(spans, anti.later)[0])
+        else:
+            mandatory = hull(spans, anti.steps)
         return any(
-            relation_holds(anti.relation, span, mandatory) and _join(match.mapping, remembered) is not None
+            (until is None or span[1] <= until)
+            and relation_holds(anti.relation, span, mandatory)
+            and _join(match.mapping, remembered) is not None
             for remembered, span in state.history.get(anti.aux, ())
         )
 

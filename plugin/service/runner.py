@@ -193,7 +193,7 @@ class QueryRunner:
         states = self.state.states
         for key, nfa in list(states.items()):
             self.runtime.advance_time(nfa, rank, time)
-            if not nfa.runs:
+            if nfa.idle():
                 del states[key]
 
     def _tentative(self, rows: Rows) -> list[Match]:
@@ -262,8 +262,14 @@ def _ref(numbered: NumberedEvent) -> EventRef:
 
 def _scratch_copy(state: NfaState) -> NfaState:
     """A copy `Runtime.process` may change without touching `state`: it
-    replaces or appends to the run lists and never changes a `Run`."""
-    return NfaState(runs={k: list(v) for k, v in state.runs.items()}, last_rank=state.last_rank)
+    replaces or appends to the run lists and the remembered solutions and
+    never changes a `Run` (every field is copied: a test guards this)."""
+    return NfaState(
+        runs={k: list(v) for k, v in state.runs.items()},
+        last_rank=state.last_rank,
+        history={k: list(v) for k, v in state.history.items()},
+        pending=list(state.pending),
+    )
 
 
 def _path_events(states: Iterable[NfaState]) -> set[int]:

@@ -19,7 +19,8 @@ filesystem). Each partition starts with a header row holding the batch's
 facts (end position, closed rank, clock, count, snapshot), which the GPM stage
 passes on to every row; see `stream_stages`.
 
-The log is only read here: never through `EventLog`, whose recovery cuts a
+This module stays light (no pandas, no Oxigraph): Spark runs one planner
+process per streaming query. The log is only read here: never through `EventLog`, whose recovery cuts a
 torn last line (the writer may be in the middle of appending it). A line
 without its newline is not read yet.
 
@@ -56,9 +57,23 @@ from rsep.plugin.log import LogRecord, _decode
 from rsep.plugin.replay import NumberedEvent
 from rsep.plugin.service.registry import write_atomically
 from rsep.plugin.service.runner import number_records
-from rsep.plugin.spark.stream_stages import EVENT, HEADER, SOURCE_COLUMNS
 
 SOURCE_NAME = "rsep_event_log"
+
+HEADER = 0
+EVENT = 1
+"""Source row kinds: one header per partition (first), then its events."""
+
+SOURCE_COLUMNS = ("kind", "id", "rank", "time", "stream", "name", "lexical", "numeric", "ntriples",
+                  "closed", "count", "prev_closed", "prev_clock", "kb", "kb_data")  # fmt: skip
+"""A source row. Header: `id` = the batch's end position, `rank` = the last
+rank, `time` = clock (the newest time among the batch's records, all
+streams), `closed` (ranks up to it are complete), `count` (streamset events
+up to the end), `prev_closed`/`prev_clock` (the previous batch's closed rank
+and clock; -1 and 0 before the first), `kb` (background snapshot id, "" for
+none) and `kb_data` (its pickle when the executors cannot take it from the
+broadcast). Event: `id` = log position, `rank`, `time`, `stream`, `name`,
+`lexical`/`numeric` (the timestamp as written) and `ntriples`."""
 
 SOURCE_SCHEMA = StructType(
     [
@@ -73,16 +88,19 @@ SOURCE_SCHEMA = StructType(
         StructField("ntriples", StringType()),
         StructField("closed", LongType()),
         StructField("count", LongType()),
+        StructField("prev_closed", LongType()),
+        StructField("prev_clock", DoubleType()),
         StructField("kb", StringType()),
         StructField("kb_data", BinaryType()),
     ]
 )
-"""`stream_stages.SOURCE_COLUMNS`: header and event rows in one schema."""
+"""`SOURCE_COLUMNS`: header and event rows in one schema."""
 
 _ARROW_SCHEMA = pa.schema(
     [("kind", pa.int32()), ("id", pa.int64()), ("rank", pa.int64()), ("time", pa.float64()),
      ("stream", pa.string()), ("name", pa.string()), ("lexical", pa.string()), ("numeric", pa.bool_()),
-     ("ntriples", pa.string()), ("closed", pa.int64()), ("count", pa.int64()), ("kb", pa.string()),
+     ("ntriples", pa.string()), ("closed", pa.int64()), ("count", pa.int64()),
+     ("prev_closed", pa.int64()), ("prev_clock", pa.float64()), ("kb", pa.string()),
      ("kb_data", pa.binary())]
 )  # fmt: skip
 
@@ -245,15 +263,8 @@ class EventLogReader(DataSourceStreamReader):
         """The records of the last `latestOffset` (start, end): `partitions` reuses them."""
 
     def initialOffset(self) -> dict[str, Any]:
-        return {
-            "position": self.start,
-            "segment": -1,
-            "byte": 0,
-            "rank": -1,
-            "time": "",
-            "events": 0,
-            "kb": "",
-        }
+        return {"position": self.start, "segment": -1, "byte": 0, "rank": -1, "time": "", "events": 0,
+                "closed": -1, "clock": "", "kb": ""}  # fmt: skip
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_records)
@@ -263,27 +274,39 @@ class EventLogReader(DataSourceStreamReader):
         span = read_log(self.log, start["position"], start["segment"], start["byte"], limit=cap)
         if not span.records:
             return start
-        fresh, rank, time = number_records(span.records, self.streams, start["rank"], _time(start["time"]))
+        fresh, rank, time, closed, clock = self._number(start, span.records)
         self._read = (start["position"], span.position, span.records)
         return {"position": span.position, "segment": span.segment, "byte": span.byte, "rank": rank,
-                "time": "" if time is None else repr(time), "events": start["events"] + len(fresh),
-                "kb": self.snapshots.current()}  # fmt: skip
+                "time": _text(time), "events": start["events"] + len(fresh), "closed": closed,
+                "clock": _text(clock), "kb": self.snapshots.current()}  # fmt: skip
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         if end["position"] <= start["position"]:
             return []
         records = self._records(start, end)
-        fresh, rank, time = number_records(records, self.streams, start["rank"], _time(start["time"]))
-        if rank != end["rank"] or start["events"] + len(fresh) != end["events"]:
+        fresh, rank, _, closed, clock = self._number(start, records)
+        facts = (rank, closed, _text(clock), start["events"] + len(fresh))
+        logged = (end["rank"], end.get("closed", closed), end.get("clock", _text(clock)), end["events"])
+        if facts != logged:
             raise ValueError(f"the log changed under offsets {start} .. {end}")
-        clock = max(r.event.time.seconds for r in records)
-        is_open = time is not None and clock <= time  # as QueryRunner.step: nothing later in the batch
-        closed = rank - 1 if is_open else rank
         snapshot = end["kb"]
         data = self.snapshots.read(snapshot) if snapshot and snapshot != self.broadcast else None
-        header = (end["position"], rank, clock, closed, end["events"], snapshot, data)
-        slices = self._slices(fresh)
-        return [LogPartition(header, [_event_row(n) for n in part]) for part in slices]
+        previous = _time(start.get("clock", ""))  # older offsets lack the batch facts
+        header = (end["position"], rank, clock, closed, end["events"], start.get("closed", -1),
+                  0.0 if previous is None else previous, snapshot, data)  # fmt: skip
+        return [LogPartition(header, [_event_row(n) for n in part]) for part in self._slices(fresh)]
+
+    def _number(
+        self, start: dict[str, Any], records: list[LogRecord]
+    ) -> tuple[list[NumberedEvent], int, float | None, int, float]:
+        """The streamset's events among `records`, numbered from `start`; the
+        last rank and time; the batch's closed rank and clock, as
+        `QueryRunner.step` has them (the newest rank is open while nothing
+        later is in the batch)."""
+        fresh, rank, time = number_records(records, self.streams, start["rank"], _time(start["time"]))
+        clock = max(r.event.time.seconds for r in records)
+        closed = rank - 1 if time is not None and clock <= time else rank
+        return fresh, rank, time, closed, clock
 
     def _records(self, start: dict[str, Any], end: dict[str, Any]) -> list[LogRecord]:
         cached = self._read
@@ -305,9 +328,12 @@ class EventLogReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, LogPartition)
-        end, rank, clock, closed, count, snapshot, data = partition.header
-        rows = [(HEADER, end, rank, clock, "", "", "", False, "", closed, count, snapshot, data)]
-        rows.extend((EVENT, *event, closed, count, "", None) for event in partition.events)
+        end, rank, clock, closed, count, prev_closed, prev_clock, snapshot, data = partition.header
+        rows = [(HEADER, end, rank, clock, "", "", "", False, "", closed, count, prev_closed, prev_clock,
+                 snapshot, data)]  # fmt: skip
+        rows.extend(
+            (EVENT, *event, closed, count, prev_closed, prev_clock, "", None) for event in partition.events
+        )
         columns = list(zip(*rows, strict=True))
         yield pa.RecordBatch.from_arrays(
             [pa.array(list(c), type=f.type) for c, f in zip(columns, _ARROW_SCHEMA, strict=True)],
@@ -327,5 +353,9 @@ def _event_row(numbered: NumberedEvent) -> tuple[Any, ...]:
 
 
 def _time(text: str) -> float | None:
-    """Offsets hold the last time as text (repr round-trips a float exactly)."""
+    """Offsets hold times as text (repr round-trips a float exactly)."""
     return float(text) if text else None
+
+
+def _text(time: float | None) -> str:
+    return "" if time is None else repr(time)

@@ -1,8 +1,10 @@
-"""What a continuous query's Spark streaming job runs on executors, pyspark-free:
+"""What a continuous query's Spark streaming job runs on executors (plain
+functions over pandas frames, testable without a SparkSession):
 
 - `StreamGpmStage` (`mapInPandas`): the rows of one micro-batch partition
-  (`log_source`: a header row with the batch's facts, then the events of
-  the query's streamset) -> GPM rows, plus one *clock row* per partition;
+  (`log_source.SOURCE_COLUMNS`: a header row with the batch's facts, then the
+  events of the query's streamset) -> GPM rows, plus one *clock row* per
+  partition;
 - `KeyedNfa` (`applyInPandasWithState`, grouped by the partition key): the
   per-key half of `QueryRunner.step` with the key's state in Spark's state
   store -> match rows, plus one *batch row* (from the clock key) per batch.
@@ -23,13 +25,16 @@ engine finds the matches (and graph IRIs) of the in-process engine:
   the runner's `dump_state`, which flattens the NFA paths (pickle would recurse
   once per node on long Kleene+ runs).
 
-Keys that receive no more rows are called on an event-time timeout: the
+The runner advances every key after every step; a Spark key is only called
+when it has rows. So each batch also carries the previous batch's closed rank
+and clock, and a key first catches up with them (`KeyedNfa._catch_up`): its
+state is then the runner's at every batch where it has rows. Keys that get no
+more rows are called on an event-time timeout instead, to free memory: the
 watermark (the newest time Spark has seen, shifted, see `event_time_seconds`)
 is a safe lower bound of every later event's time, so the key can expire runs
 by WITHIN and close its pending rank. Expiry by strict contiguity needs the
 rank, which the watermark does not carry: such runs go when the key gets rows
-again or by WITHIN. This changes memory only, never matches: `Runtime.process`
-re-checks every run against the group it meets (`_alive`).
+again or by WITHIN.
 """
 
 from __future__ import annotations
@@ -37,9 +42,10 @@ from __future__ import annotations
 import json
 import math
 import pickle
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 import numpy as np
@@ -51,26 +57,18 @@ from rsep.plugin.nfa.automaton import Automaton
 from rsep.plugin.nfa.runtime import Match, NfaState, Runtime
 from rsep.plugin.replay import NumberedEvent, groups_by_key
 from rsep.plugin.service.runner import Rows, RunnerState, dump_state, load_state
+from rsep.plugin.spark.log_source import HEADER
 from rsep.plugin.store.gpm import BackgroundSnapshot, GpmEvaluator
 
-HEADER = 0
-EVENT = 1
-"""Source row kinds: one header per partition (first), then its events."""
+# pyspark's applyInPandasWithState pads its output with all-NA frames before
+# pd.concat, which pandas 2 warns about on every call (in this worker process).
+warnings.filterwarnings("ignore", "The behavior of DataFrame concatenation with empty", FutureWarning)
 
 CLOCK_KEY = ""
 """The grouping key of clock rows: not a JSON list, so no partition key equals it."""
 
-SOURCE_COLUMNS = ("kind", "id", "rank", "time", "stream", "name", "lexical", "numeric", "ntriples",
-                  "closed", "count", "kb", "kb_data")  # fmt: skip
-"""A source row. Header: `id` = the batch's end position, `rank` = the last
-rank, `time` = clock, `closed`, `count` (streamset events up to the end),
-`kb` (background snapshot id, "" for none) and `kb_data` (its pickle when the
-executors cannot take it from the broadcast). Event: `id` = log position,
-`rank`, `time`, `stream`, `name`, `lexical`/`numeric` (the timestamp as
-written) and `ntriples`."""
-
 ROW_COLUMNS = ("key", "rank", "time", "event", "gpm", "mapping", "name", "lexical", "numeric",
-               "closed", "clock", "end", "count")  # fmt: skip
+               "closed", "clock", "end", "count", "prev_closed", "prev_clock")  # fmt: skip
 """A GPM row (`gpm` >= 0) or a clock row (`key` = CLOCK_KEY, `gpm` = -1,
 `time` = clock), with the batch's facts on every row."""
 
@@ -104,7 +102,6 @@ watermark must stay strictly below it or Spark drops it as late."""
 _MARGIN = 0.001
 """Seconds kept off a watermark read back: timestamps are micros of a double
 and the watermark milliseconds."""
-NO_TIMESTAMP = -1
 
 
 def event_time_seconds(seconds: float) -> float:
@@ -116,7 +113,7 @@ def time_below_watermark(watermark_ms: int) -> float | None:
     """A time no later event can be before, from Spark's watermark (None when
     the watermark is unset or in the clamped range). The watermark is the
     newest event-time value seen minus the delay, and the log is in time order."""
-    if watermark_ms is None or watermark_ms <= 0:
+    if watermark_ms <= 0:  # unset (pyspark's NO_TIMESTAMP is -1) or the initial 0
         return None
     seconds = (watermark_ms + WATERMARK_DELAY_MS) / 1000 - TIME_SHIFT - _MARGIN
     return seconds if seconds > TIME_LOW + _MARGIN else None
@@ -146,6 +143,8 @@ class BatchFacts:
     closed: int
     clock: float
     count: int
+    prev_closed: int
+    prev_clock: float
     kb: str
 
 
@@ -193,7 +192,8 @@ class StreamGpmStage:
                 if index < len(frame):
                     header = frame.iloc[index]
                     facts = BatchFacts(int(header["id"]), int(header["closed"]), float(header["time"]),
-                                       int(header["count"]), str(header["kb"]))  # fmt: skip
+                                       int(header["count"]), int(header["prev_closed"]),
+                                       float(header["prev_clock"]), str(header["kb"]))  # fmt: skip
                     evaluator = GpmEvaluator(self.gpms, self._background(facts.kb, header["kb_data"]))
                     yield clock_frame(facts)
                 start = index + 1
@@ -235,7 +235,8 @@ class StreamGpmStage:
                     out[column].append(value)
         size = len(out["key"])
         out.update(closed=[facts.closed] * size, clock=[facts.clock] * size, end=[facts.end] * size,
-                   count=[facts.count] * size)  # fmt: skip
+                   count=[facts.count] * size, prev_closed=[facts.prev_closed] * size,
+                   prev_clock=[facts.prev_clock] * size)  # fmt: skip
         return typed(out, ROW_COLUMNS)
 
 
@@ -246,7 +247,8 @@ def clock_frame(facts: BatchFacts) -> pd.DataFrame:
     return typed(
         {"key": [CLOCK_KEY], "rank": [facts.closed], "time": [facts.clock], "event": [facts.end], "gpm": [-1],
          "mapping": [{}], "name": [""], "lexical": [""], "numeric": [False], "closed": [facts.closed],
-         "clock": [facts.clock], "end": [facts.end], "count": [facts.count]},
+         "clock": [facts.clock], "end": [facts.end], "count": [facts.count],
+         "prev_closed": [facts.prev_closed], "prev_clock": [facts.prev_clock]},
         ROW_COLUMNS,
     )  # fmt: skip
 
@@ -330,6 +332,7 @@ class KeyedNfa:
         """New GPM rows of this key (one micro-batch): `QueryRunner.step` for one key."""
         closed = int(frame["closed"].max())
         clock = float(frame["clock"].max())
+        matches = self._catch_up(state, int(frame["prev_closed"].max()), float(frame["prev_clock"].max()))
         rows: list[tuple[int, int, dict[str, str]]] = []
         columns = ("rank", "time", "event", "gpm", "mapping", "name", "lexical", "numeric")
         for rank, time, event, gpm, mapping, name, lexical, numeric in zip(
@@ -349,11 +352,28 @@ class KeyedNfa:
         for gpm, event, mapping in rows:
             target = ready if state.events[event].rank <= closed else pending
             target.setdefault(gpm, []).append((event, mapping))
-        matches = self._process(state, ready)
+        matches.extend(self._process(state, ready))
         state.closed_rank = max(state.closed_rank, closed)
         self._advance(state, state.closed_rank, clock)
         state.pending = pending
         matches.extend(self._tentative(state, pending))
+        return matches
+
+    def _catch_up(self, state: RunnerState, prev_closed: int, prev_clock: float) -> list[Match]:
+        """Bring the key to where `QueryRunner.step` left every key after the
+        previous batch, in which this one may have had no rows: its pending
+        rank processed if a batch since closed it, then `advance_time` with
+        that batch's closed rank and clock (advancing is monotone, so the last
+        advance stands for all the ones the key missed). The key's state is
+        then exactly the runner's, whatever `advance_time` prunes."""
+        if prev_closed < 0 or not (state.states or state.pending):
+            return []
+        matches: list[Match] = []
+        if state.pending and pending_rank(state)[0] <= prev_closed:
+            matches = self._process(state, state.pending)
+            state.pending = {}
+        state.closed_rank = max(state.closed_rank, prev_closed)
+        self._advance(state, state.closed_rank, prev_clock)
         return matches
 
     def on_timeout(self, state: RunnerState, watermark_ms: int) -> list[Match]:
@@ -400,7 +420,7 @@ class KeyedNfa:
     def _advance(self, state: RunnerState, rank: int, time: float) -> None:
         for key, nfa in list(state.states.items()):
             self.runtime.advance_time(nfa, rank, time)
-            if not nfa.runs:
+            if nfa.idle():
                 del state.states[key]
 
     def _tentative(self, state: RunnerState, rows: Rows) -> list[Match]:
@@ -423,8 +443,19 @@ def pending_rank(state: RunnerState) -> tuple[int, float]:
 
 def scratch_copy(state: NfaState) -> NfaState:
     """A copy `Runtime.process` may change without touching `state`: it
-    replaces or appends to the run lists and never changes a `Run`."""
-    return NfaState(runs={k: list(v) for k, v in state.runs.items()}, last_rank=state.last_rank)
+    replaces or appends to the lists the state holds (runs per NFA state,
+    remembered auxiliary solutions, open anti-joins) and never changes their
+    items. Every field is copied, so the tentative rank sees the history that
+    anti-joins read."""
+    copied: dict[str, object] = {}
+    for f in fields(NfaState):
+        value = getattr(state, f.name)
+        if isinstance(value, dict):
+            value = {k: list(v) if isinstance(v, list) else v for k, v in value.items()}
+        elif isinstance(value, list):
+            value = list(value)
+        copied[f.name] = value
+    return NfaState(**copied)  # type: ignore[arg-type]
 
 
 def prune(state: RunnerState) -> None:
@@ -449,8 +480,9 @@ def prune(state: RunnerState) -> None:
 _DTYPES: dict[str, Any] = {
     "key": object, "rank": "int64", "time": "float64", "event": "int64", "gpm": "int32", "mapping": object,
     "name": object, "lexical": object, "numeric": "bool", "closed": "int64", "clock": "float64",
-    "end": "int64", "count": "int64", "batch": "bool", "events": object, "start_time": "float64",
-    "end_time": "float64", "start_rank": "int64", "end_rank": "int64", "refs": object,
+    "end": "int64", "count": "int64", "prev_closed": "int64", "prev_clock": "float64", "batch": "bool",
+    "events": object, "start_time": "float64", "end_time": "float64", "start_rank": "int64",
+    "end_rank": "int64", "refs": object,
 }  # fmt: skip
 
 

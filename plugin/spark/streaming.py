@@ -33,8 +33,9 @@ start anywhere in the log (`from=0` replays history while others are at the
 head), and stopping, failing or replaying one query never touches another.
 The price is one planner process and one trigger loop per query.
 
-Only this package imports pyspark; `rsep.endpoint.streaming` builds the engine
-through `start_session` and `SparkStreamingEngine` (docs/spark.md, "Streaming").
+Only this package imports pyspark: `rsep.endpoint.streaming` asks `java_missing`
+whether Spark can run at all and builds a `SparkStreamingEngine`, which starts
+its session when it starts (docs/spark.md, "The streaming engine").
 """
 
 from __future__ import annotations
@@ -43,8 +44,10 @@ import functools
 import hashlib
 import json
 import logging
+import os
 import pickle
 import re
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -115,6 +118,8 @@ ROW_SCHEMA = StructType(
         StructField("clock", DoubleType(), nullable=False),
         StructField("end", LongType(), nullable=False),
         StructField("count", LongType(), nullable=False),
+        StructField("prev_closed", LongType(), nullable=False),
+        StructField("prev_clock", DoubleType(), nullable=False),
     ]
 )
 """`stream_stages.ROW_COLUMNS`: GPM rows and clock rows."""
@@ -164,9 +169,20 @@ class SparkUnavailable(RuntimeError):
     """Spark cannot run here: no JVM could be started."""
 
 
+def java_missing() -> str | None:
+    """Why Spark could not start its JVM here, found without starting it (the
+    way spark-submit looks for java: $JAVA_HOME/bin/java, else `java` on the
+    PATH), or None."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        java = Path(home, "bin", "java")
+        return None if os.access(java, os.X_OK) else f"JAVA_HOME={home} has no bin/java"
+    return None if shutil.which("java") else "no Java: JAVA_HOME is unset and there is no java on the PATH"
+
+
 def start_session(master: str) -> SparkSession:
     """The active session, or a new one on `master`; `SparkUnavailable` if the
-    JVM cannot start (no Java)."""
+    JVM cannot start."""
     try:
         return get_session(master)
     except PySparkRuntimeError as error:
@@ -191,28 +207,34 @@ class KbPublisher:
     def __init__(self, kb: KnowledgeBase, plan: QueryPlan, folder: Path) -> None:
         self.kb = kb
         self.gpms = plan.gpms
-        self.needed = any(p.kb_query is not None or p.kb_graphs_in_batch for p in plan.gpms)
+        self.needed: bool | None = None
+        """Does the plan read the knowledge base at all? (Known at the first refresh.)"""
         self.files = SnapshotFiles(folder)
-        self.current_id = self.files.current() if self.needed else ""
+        self.current_id = ""
         self.snapshot: BackgroundSnapshot | None = None
         self._version: int | None = None
         self._lock = threading.Lock()
 
     def refresh(self) -> None:
-        if not self.needed:
+        if self.needed is False:
             return
         with self._lock:
             version = self.kb.version
             if version == self._version and self.snapshot is not None:
                 return
             snapshot = self.kb.snapshot(self.gpms)
+            if self.needed is None:
+                # What a plan reads (background queries, entailment lookups, graphs
+                # copied into batches) is fixed by the plan: the snapshot's keys say.
+                self.needed = bool(snapshot.answers or snapshot.graphs)
+                if not self.needed:
+                    return
+                self.current_id = self.files.current()
             content = pickle.dumps((dict(snapshot.answers), dict(snapshot.graphs)), protocol=5)
             digest = hashlib.sha256(content).hexdigest()
             self._version = version
-            if self.current_id.endswith("-" + digest[:16]):
-                self.snapshot = self.snapshot or snapshot
-                return
-            self.current_id = self.files.publish(pickle.dumps(snapshot, protocol=5), digest)
+            if not self.current_id.endswith("-" + digest[:16]):  # (after a restart: maybe the same)
+                self.current_id = self.files.publish(pickle.dumps(snapshot, protocol=5), digest)
             self.snapshot = snapshot
 
 
@@ -238,8 +260,6 @@ class _Slot:
     error: str | None = None
     removed: bool = False
     stopping: bool = False
-    last_batch: float | None = None
-    """When the last micro-batch's graphs were written (time.time())."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -254,8 +274,9 @@ class SparkStreamingEngine:
         sink: MatchSink,
         compiler: QueryCompiler,
         kb: KnowledgeBase,
-        spark: SparkSession,
+        spark: SparkSession | None = None,
         *,
+        master: str = "local[*]",
         trigger_interval: float = 0.1,
         kb_poll: float = 0.25,
         partition_size: int = 5000,
@@ -278,8 +299,11 @@ class SparkStreamingEngine:
         self.drain_timeout = drain_timeout
         self.clock = clock or (lambda: Timestamp.now().lexical)
         self.listeners = listeners if listeners is not None else MatchListeners()
-        self.parallelism = spark.sparkContext.defaultParallelism
-        self.session = engine_session(spark, state_partitions or self.parallelism)
+        self.master = master
+        self.state_partitions = state_partitions
+        self._spark = spark
+        self._session: SparkSession | None = None
+        self.parallelism = 1
         self._slots: dict[str, _Slot] = {}
         self._lock = threading.Lock()
         """Guards `_slots`."""
@@ -293,11 +317,23 @@ class SparkStreamingEngine:
 
     # ------------------------------------------------------------------ lifecycle
 
+    @property
+    def session(self) -> SparkSession:
+        """The engine's SQL session on the active SparkSession's context,
+        created by the first `start` (an engine that never starts never starts
+        a JVM); `start_session` may raise `SparkUnavailable`."""
+        if self._session is None:
+            spark = self._spark if self._spark is not None else start_session(self.master)
+            self.parallelism = spark.sparkContext.defaultParallelism
+            self._session = engine_session(spark, self.state_partitions or self.parallelism)
+        return self._session
+
     def start(self) -> None:
         """Resume every registered query from its checkpoints and start them."""
         with self._control:
             if self._started:
                 return
+            _ = self.session
             self._load()
             self._started = True
             self._stopping.clear()
@@ -367,8 +403,6 @@ class SparkStreamingEngine:
             if slot is not None:
                 slot.removed = True
                 self._halt(slot)
-                with slot.lock:  # waits for a foreachBatch of this query in progress
-                    pass
             self.checkpoints.remove(query_id)
             self.listeners.close(query_id)
             if purge:
@@ -452,6 +486,8 @@ class SparkStreamingEngine:
                 handle.stop()
             except Exception:
                 logger.exception("query %s: stopping its streaming query failed", slot.query.id)
+        with slot.lock:  # a foreachBatch in progress finishes (or gives up) first
+            pass
         broadcast, slot.broadcast = slot.broadcast, None
         if broadcast is not None:
             broadcast.destroy()
@@ -459,13 +495,11 @@ class SparkStreamingEngine:
     def _on_batch(self, slot: _Slot, frame: DataFrame, batch_id: int) -> None:
         """`foreachBatch`: write the batch's match graphs, flush, checkpoint the
         driver's part, then push the graphs created. Raising fails the query."""
-        if slot.removed:
-            return
+        _check_running(slot)
         found, end, count = _outputs(frame.toArrow().to_pylist())
         created: list[MatchGraph] = []
         with slot.lock:
-            if slot.removed:
-                return
+            _check_running(slot)
             graphs, distinct_moved = self._graphs(slot, found)
             if graphs:
                 created = self.sink.write(graphs)
@@ -475,7 +509,6 @@ class SparkStreamingEngine:
                 slot.position, slot.events = end, count
             slot.matches += len(created)
             self.checkpoints.save(slot.query.id, _driver_payload(slot, batch_id))
-            slot.last_batch = time.time()
         if created:
             self.listeners.publish(slot.query.id, [g.record() for g in created])
         if slot.publisher is not None:
@@ -593,6 +626,17 @@ def _keyed(step: KeyedNfa) -> _KeyFunction:
         return step(key, frames, state)
 
     return keyed
+
+
+class QueryStopped(RuntimeError):
+    """Raised in `foreachBatch` for a query being stopped or unregistered."""
+
+
+def _check_running(slot: _Slot) -> None:
+    """A batch of a query being stopped must fail, not return: Spark would
+    commit a batch whose graphs were never written."""
+    if slot.removed or slot.stopping:
+        raise QueryStopped(f"query {slot.query.id} is stopping: its batch will be run again")
 
 
 def _outputs(rows: list[dict[str, Any]]) -> tuple[list[tuple[Match, list[EventRef]]], int | None, int]:

@@ -40,7 +40,7 @@ class OxigraphMatchSink:
                 return []
             text = "".join(graph.nquads() for graph in fresh.values())
             store.extend(ox.parse(text, ox.RdfFormat.N_QUADS))
-        self.kb.touch()
+        self.kb.touch(default_graph=False)
         return list(fresh.values())
 
     def exists(self, iri: str) -> bool:
@@ -67,5 +67,5 @@ class OxigraphMatchSink:
                 for quad in list(store.quads_for_pattern(name, None, None, _MATCHES)):
                     store.remove(quad)
         if names:
-            self.kb.touch()
+            self.kb.touch(default_graph=False)
         return len(names)

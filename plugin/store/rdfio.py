@@ -121,7 +121,9 @@ def _split(
         draft = drafts.get(graph)
         if draft is None:
             draft = drafts[graph] = _Draft(renamer.term(graph), [])  # type: ignore[arg-type]
-        draft.lines.append(_ntriples_line(renamer.term(quad.subject), quad.predicate, renamer.term(quad.object)))
+        draft.lines.append(
+            _ntriples_line(renamer.term(quad.subject), quad.predicate, renamer.term(quad.object))
+        )
     # Renaming is one-to-one, so grouping by the parsed name groups by the renamed one.
     return {str(draft.name): draft for draft in drafts.values()}, stamps
 

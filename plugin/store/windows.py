@@ -26,10 +26,12 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from rsep.plugin.events import GraphEvent, Timestamp
-from rsep.plugin.store.gpm import KnowledgeBase, solutions
+from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase, schema_quads, solutions
+from rsep.plugin.store.nested import ScratchGraphs
 from rsep.plugin.store.rdfio import read_event_file
+from rsep.plugin.windows.cep import SKOLEM, ClauseRunner, Solution, clause_answer, read_row, window_events
 from rsep.plugin.windows.output import WindowRun, output_variables
-from rsep.plugin.windows.plan import MERGED_GRAPH, STATIC_GRAPH, Form, WindowPlan
+from rsep.plugin.windows.plan import MERGED_GRAPH, STATIC_GRAPH, Form, WindowPlan, evaluation_query
 from rsep.plugin.windows.runtime import Answer, StreamItem, WindowReplay
 from rsep.plugin.windows.timestamp import LATEST_FUNCTION, LATEST_IN_FUNCTION
 
@@ -47,6 +49,8 @@ class OxigraphWindows:
         self.plan = plan
         self.store = ox.Store()
         self.store.extend(kb.store.quads_for_pattern(None, None, None, None))
+        if plan.query.entailment is not None:  # the schema the entailed window blocks read
+            self.store.extend(schema_quads(kb.store))
         self.kb_graphs: list[NamedGraph] = list(self.store.named_graphs())
         self.static = self._static_graph()
         graphs = [MERGED_GRAPH] if plan.merged else [w.graph for w in plan.windows]
@@ -60,6 +64,10 @@ class OxigraphWindows:
         self.variables: list[str] = []
         self._triples: dict[str, ox.Triple] = {}
         self._loaded: set[ox.Quad] = set()
+        cep = plan.cep.clauses if plan.cep is not None else ()
+        self.runners = [ClauseRunner(clause, GpmEvaluator(clause.gpms, kb)) for clause in cep]
+        self.scratch = ScratchGraphs(self.store, plan.nested, self.default_graph, graphs)
+        self.named_graphs.extend(self.scratch.graphs)
 
     # ------------------------------------------------------------------ dataset
 
@@ -85,25 +93,34 @@ class OxigraphWindows:
     # ------------------------------------------------------------------ evaluation
 
     def evaluate(self, contents: Sequence[Sequence[StreamItem]]) -> Answer:
-        self._load(contents)
+        found: set[Solution] = set()
+        if self.runners:  # CQELS-CEP: the windows are the event clauses' input, not graphs
+            found = clause_answer(self.runners, window_events([w.name for w in self.plan.windows], contents))
+        else:
+            self._load(contents)
+        self.scratch.refresh()
         functions = self._functions(contents) if self.plan.timestamps else None
         results = self.store.query(
-            self.plan.sparql,
+            evaluation_query(self.plan, found),
             default_graph=self.default_graph,
             named_graphs=self.named_graphs,
             custom_functions=functions,
         )
         if self.plan.form is Form.CONSTRUCT:
             assert isinstance(results, ox.QueryTriples)
-            return Answer(triples=tuple(sorted({f"{triple} ." for triple in results})))
+            return Answer(triples=tuple(sorted({f"{_unskolem(triple)} ." for triple in results})))
         if self.plan.form is Form.ASK:
             return Answer(rows=({},) if bool(results) else ())
         assert isinstance(results, ox.QuerySolutions)
-        self.variables = [v.value for v in results.variables]
-        rows = solutions(results)
+        names = [v.value for v in results.variables]
+        pairs = [read_row(row) for row in solutions(results)]
+        self.variables = [name for name in names if not name.startswith("__rsep_")]
         if not self.plan.ordered:
-            rows.sort(key=lambda row: tuple(row.get(name, "") for name in self.variables))
-        return Answer(rows=tuple(rows))
+            pairs.sort(
+                key=lambda pair: (tuple(pair[0].get(n, "") for n in self.variables), pair[1] or (0, 0))
+            )
+        rows = tuple(row for row, _ in pairs)
+        return Answer(rows=rows, spans=tuple(span for _, span in pairs) if self.plan.intervals else ())
 
     def _load(self, contents: Sequence[Sequence[StreamItem]]) -> None:
         """Bring the window graphs to `contents`: windows slide, so only the difference with the
@@ -153,6 +170,17 @@ class OxigraphWindows:
                 latest_in.get(getattr(stream, "value", ""), {}), terms
             ),
         }
+
+
+def _unskolem(triple: ox.Triple) -> ox.Triple:
+    """An event's blank node crossed the query as a skolem IRI (rsep.plugin.windows.cep.SKOLEM)."""
+    subject, obj = (
+        ox.BlankNode(t.value[len(SKOLEM) :])
+        if isinstance(t, ox.NamedNode) and t.value.startswith(SKOLEM)
+        else t
+        for t in (triple.subject, triple.object)
+    )
+    return ox.Triple(subject, triple.predicate, obj)  # type: ignore[arg-type]
 
 
 def _latest(table: Mapping[Key, StreamItem], terms: Sequence[object]) -> ox.Literal | None:

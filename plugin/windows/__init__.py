@@ -2,8 +2,8 @@
 
 RSEP-QL's window functions (`functions`), the report policies' evaluation
 times (`schedule`), the plan that turns a query into the SPARQL Oxigraph
-runs at each evaluation (`plan`, `timestamp`), the replay loop (`runtime`)
-and its output (`output`). Pure: the Oxigraph side is
+runs at each evaluation (`plan`, `timestamp`), CQELS-CEP's event clauses on
+the NFA (`cep`), the replay loop (`runtime`) and its output (`output`). Pure: the Oxigraph side is
 rsep.plugin.store.windows. docs/semantics.md ("Windows: C-SPARQL and CQELS")
 records the semantic choices.
 """

@@ -2,7 +2,9 @@
 
 `jsonl`: one line per solution per evaluation, in evaluation order,
 `{"start": T, "end": T, "bindings": {"var": "<N-Triples term>"}}` with
-start/end the bounds of that evaluation's windows; a CONSTRUCT evaluation is
+start/end the bounds of that evaluation's windows (a CQELS-CEP solution with
+an interval prints `{"time": t, "start": t1, "end": t2, ...}`: the evaluation
+time and the solution's interval); a CONSTRUCT evaluation is
 one graph event, `{"start": T, "end": T, "triples": ["<s> <p> <o> .", ...]}`.
 T is a JSON number when every input timestamp was a number, else an
 xsd:dateTime in UTC (`2014-08-01T08:00:03Z`). `srj`: SPARQL 1.1 Query
@@ -51,8 +53,14 @@ class WindowRun:
             if self.plan.form is Form.CONSTRUCT:
                 out.append({"start": start, "end": end, "triples": list(evaluation.answer.triples)})
                 continue
-            for row in evaluation.answer.rows:
-                out.append({"start": start, "end": end, "bindings": row})
+            spans = evaluation.answer.spans or (None,) * len(evaluation.answer.rows)
+            for row, span in zip(evaluation.answer.rows, spans, strict=True):
+                if span is None:
+                    out.append({"start": start, "end": end, "bindings": row})
+                else:
+                    first, last = (format_ticks(t, self.numeric) for t in span)
+                    at = format_ticks(evaluation.time, self.numeric)
+                    out.append({"time": at, "start": first, "end": last, "bindings": row})
         return out
 
     def jsonl(self) -> str:

@@ -11,13 +11,23 @@ The query is generated from the syntax tree (never by string surgery):
   `WindowElement(s, P)` becomes `GRAPH <window graph> { P }`; the static data
   is the default graph;
 - timestamp() calls become latestTime() calls (rsep.plugin.windows.timestamp);
+- under an entailment regime, window blocks match the entailed windows
+  (rsep.plugin.compile.entailment; the store adds the schema graph);
 - an ASK (SELECT DISTINCT with an empty projection, as the grammar writes it)
-  becomes an ASK query.
+  becomes an ASK query;
+- CQELS-CEP: the event clauses (the top-level `MatchElement`) run on the NFA
+  (rsep.plugin.windows.cep) and their solutions enter the query as a VALUES
+  block in place of the MatchElement, with their intervals in two hidden
+  variables that a plain SELECT also projects; the query text is rebuilt from
+  `node` at each evaluation with that evaluation's rows;
+- nested paths `p[q]` become paths over materialised node tests in scratch
+  graphs (rsep.plugin.compile.paths).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -35,12 +45,29 @@ from rsep.plugin.algebra.events import (
 from rsep.plugin.algebra.serialize import to_sparql
 from rsep.plugin.algebra.sparql import (
     IRI,
+    Aggregate,
     AskQuery,
     ConstructQuery,
     GraphGraphPattern,
     GroupPattern,
+    InlineData,
     Node,
+    Projection,
     SelectQuery,
+    Term,
+    Var,
+)
+from rsep.plugin.compile.automaton import CompileError
+from rsep.plugin.compile.entailment import entail_window_pattern
+from rsep.plugin.compile.paths import NestedPathError, NestedSite, compile_nested_paths
+from rsep.plugin.windows.cep import (
+    INTERVAL_END,
+    INTERVAL_START,
+    CepPlan,
+    EventClauseError,
+    Solution,
+    plan_event_clauses,
+    values_rows,
 )
 from rsep.plugin.windows.timestamp import (
     TimestampError,
@@ -88,6 +115,14 @@ class WindowPlan:
     form: Form
     merged: bool
     timestamps: bool
+    node: Node | None = None
+    """The query node `sparql` prints (with an empty VALUES block for the event clauses)."""
+    cep: CepPlan | None = None
+    """CQELS-CEP's event clauses, run on the NFA at each evaluation."""
+    intervals: bool = False
+    """Do solutions carry their interval (INTERVAL_START/END)? A CQELS-CEP SELECT without
+    aggregates does."""
+    nested: tuple[NestedSite, ...] = ()
 
     @property
     def report(self) -> ReportPolicy:
@@ -116,26 +151,80 @@ class WindowPlan:
 
 
 def is_window_query(query: EventQuery) -> bool:
-    """A query whose pattern reads windows (C-SPARQL, CQELS): the window runtime runs it."""
-    return any(isinstance(node, WindowElement) for node in walk(query.where))
+    """A query whose pattern reads windows (C-SPARQL, CQELS; CQELS-CEP's event clauses read
+    windowed streams): the window runtime runs it."""
+    return any(isinstance(node, WindowElement) for node in walk(query.where)) or any(
+        stream.window is not None for stream in query.streams
+    )
 
 
 def plan_windows(query: EventQuery) -> WindowPlan:
     """The plan of a window query; WindowPlanError says why a query cannot run."""
-    if any(isinstance(node, MatchElement) for node in walk(query.where)):
-        raise WindowPlanError("event patterns (MATCH, SEQ) together with windows are not supported yet")
     _check_absolute(query)
     windows = tuple(_spec(index, decl) for index, decl in enumerate(query.streams))
     merged = _merged(query.where)
     try:
         where = _timestamps(query)
-    except TimestampError as error:
+        where, cep = _event_clauses(query, where, windows)
+    except (TimestampError, EventClauseError) as error:
         raise WindowPlanError(str(error)) from None
+    if query.entailment is not None:
+        where = _entailed(where, query.entailment)
     where = rebuild(where, lambda node: _window_block(node, windows, merged))
+    try:
+        compiled, nested = compile_nested_paths(where)
+    except NestedPathError as error:
+        raise WindowPlanError(str(error)) from None
+    assert isinstance(compiled, GroupPattern)
+    where = compiled
     if len(where.elements) == 1 and isinstance(where.elements[0], GroupPattern):
         where = where.elements[0]
-    kind, node = _query_node(query, where)
-    return WindowPlan(query, windows, to_sparql(node), kind, merged, uses_timestamp(query.where))
+    intervals = cep is not None and isinstance(query.form, SelectForm) and not _aggregated(query)
+    kind, node = _query_node(query, where, intervals)
+    timestamps = uses_timestamp(query.where)
+    return WindowPlan(query, windows, to_sparql(node), kind, merged, timestamps, node, cep, intervals, nested)
+
+
+def _event_clauses(
+    query: EventQuery, where: GroupPattern, windows: tuple[WindowSpec, ...]
+) -> tuple[GroupPattern, CepPlan | None]:
+    """CQELS-CEP: the top-level MatchElement planned on the NFA, replaced by the VALUES block its
+    solutions fill at each evaluation (`values_block`)."""
+    matches = [e for e in where.elements if isinstance(e, MatchElement)]
+    if len(matches) > 1 or len(matches) != sum(isinstance(n, MatchElement) for n in walk(where)):
+        raise EventClauseError("a window query holds its event clauses once, at the top level of WHERE")
+    if not matches:
+        return where, None
+    cep = plan_event_clauses(query, matches[0].pattern, [w.name for w in windows])
+    block = values_block(cep, ())
+    return GroupPattern(tuple(block if e is matches[0] else e for e in where.elements)), cep
+
+
+def values_block(cep: CepPlan, rows: tuple[tuple[Term | None, ...], ...]) -> InlineData:
+    """The event clauses' solutions as `VALUES (?v ... ?__rsep_start ?__rsep_end) { ... }`."""
+    names = (*cep.variables, INTERVAL_START, INTERVAL_END)
+    return InlineData(tuple(Var(name) for name in names), rows)
+
+
+def is_values_block(node: Node) -> bool:
+    return isinstance(node, InlineData) and node.vars[-2:] == (Var(INTERVAL_START), Var(INTERVAL_END))
+
+
+def evaluation_query(plan: WindowPlan, found: Iterable[Solution]) -> str:
+    """The plan's SPARQL, with the event clauses' solutions of this evaluation in its VALUES
+    block (rebuilt from the syntax tree, then printed)."""
+    if plan.cep is None or plan.node is None:
+        return plan.sparql
+    block = values_block(plan.cep, values_rows(plan.cep.variables, found))
+    return to_sparql(rebuild(plan.node, lambda node: block if is_values_block(node) else node))
+
+
+def _aggregated(query: EventQuery) -> bool:
+    """GROUP BY or an aggregate: solutions are groups, which carry no interval."""
+    form = query.form
+    projection = form.projection if isinstance(form, SelectForm) else None
+    found = walk((projection or (), query.modifiers))
+    return bool(query.modifiers.group_by) or any(isinstance(node, Aggregate) for node in found)
 
 
 def _timestamps(query: EventQuery) -> GroupPattern:
@@ -149,6 +238,21 @@ def _timestamps(query: EventQuery) -> GroupPattern:
     check_no_timestamp(query.modifiers, "GROUP BY, HAVING or ORDER BY")
     check_no_timestamp(where, "BIND or a nested query")
     return where
+
+
+def _entailed(where: GroupPattern, regime: str) -> GroupPattern:
+    """Window blocks under the regime; static patterns read the knowledge base as stored."""
+
+    def visit(node: Node) -> Node:
+        if isinstance(node, WindowElement):
+            return WindowElement(node.stream, entail_window_pattern(node.pattern, regime))
+        return node
+
+    try:
+        entailed: GroupPattern = rebuild(where, visit)
+    except CompileError as error:
+        raise WindowPlanError(str(error)) from None
+    return entailed
 
 
 def _check_absolute(query: EventQuery) -> None:
@@ -185,11 +289,14 @@ def _window_block(node: Node, windows: tuple[WindowSpec, ...], merged: bool) -> 
     return GraphGraphPattern(IRI(matches[0].graph), node.pattern)
 
 
-def _query_node(query: EventQuery, where: GroupPattern) -> tuple[Form, Node]:
+def _query_node(query: EventQuery, where: GroupPattern, intervals: bool) -> tuple[Form, Node]:
     form = query.form
     if isinstance(form, ConstructForm):
         return Form.CONSTRUCT, ConstructQuery(form.template, where, modifiers=query.modifiers)
     if form.projection == ():
         return Form.ASK, AskQuery(where, modifiers=query.modifiers)
-    select = SelectQuery(form.projection, where, distinct=form.distinct, modifiers=query.modifiers)
+    projection = form.projection
+    if intervals and projection is not None:  # SELECT * shows them anyway
+        projection = (*projection, Projection(Var(INTERVAL_START)), Projection(Var(INTERVAL_END)))
+    select = SelectQuery(projection, where, distinct=form.distinct, modifiers=query.modifiers)
     return Form.SELECT, select

@@ -32,6 +32,9 @@ class StreamItem:
     time: Timestamp
     triple: str
     """One N-Triples statement, `s p o .`"""
+    event: int = 0
+    """The event it belongs to: its position in the stream, in time order (CQELS-CEP matches
+    graph patterns per event)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +44,9 @@ class Answer:
 
     rows: tuple[dict[str, str], ...] = ()
     triples: tuple[str, ...] = ()
+    spans: tuple[tuple[int, int] | None, ...] = ()
+    """Per row, the interval of its mapping (CQELS-CEP's mappings with intervals, §4.2), in
+    ticks; empty, or None for a row, when solutions carry no interval."""
 
     def __bool__(self) -> bool:
         return bool(self.rows or self.triples)
@@ -75,8 +81,8 @@ class StreamContent:
 def stream_items(events: Iterable[GraphEvent]) -> StreamContent:
     """A stream's triples in time order (stable for equal timestamps)."""
     items = [
-        StreamItem(to_ticks(event.time.seconds), event.time, line)
-        for event in sorted(events, key=lambda e: e.time.seconds)
+        StreamItem(to_ticks(event.time.seconds), event.time, line, index)
+        for index, event in enumerate(sorted(events, key=lambda e: e.time.seconds))
         for line in event.ntriples.splitlines()
         if line.strip()
     ]

@@ -1,9 +1,14 @@
-"""CQELS-QL's stream graph patterns and CQELS-CEP's named windows (grammar/cqels.lark) in the event
-algebra, and the SEQ extension point that is not implemented yet."""
+"""CQELS-QL's stream graph patterns and CQELS-CEP's named windows, SEQ clauses and nested paths
+(grammar/cqels.lark) in the event algebra."""
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
+import lark
 import pytest
+from lark.load_grammar import FromPackageLoader, PackageResource
 
 from rsep.grammar import parse_event_query
 from rsep.grammar.parser import SparqlSyntaxError
@@ -11,15 +16,34 @@ from rsep.plugin.algebra.events import (
     CQELS,
     CountWindow,
     Duration,
+    EventJoin,
+    GraphPatternEvent,
     LandmarkWindow,
+    MatchElement,
+    Negation,
     NowWindow,
     ReportPolicy,
+    SelectionStrategy,
+    Sequence,
     StreamDecl,
     TimeUnit,
     TimeWindow,
     WindowElement,
 )
-from rsep.plugin.algebra.sparql import BGP, GroupPattern, OptionalPattern
+from rsep.plugin.algebra.nested import PathSelf
+from rsep.plugin.algebra.sparql import (
+    BGP,
+    IRI,
+    GroupPattern,
+    OptionalPattern,
+    PathInverse,
+    PathMod,
+    PathModifier,
+    PathNested,
+    PathSequence,
+    TriplePattern,
+    Var,
+)
 
 S = "http://example.org/s"
 T = "http://example.org/t"
@@ -93,16 +117,104 @@ def test_one_stream_through_two_windows_needs_named_windows():
     assert len(same.streams) == 1
 
 
-def test_seq_is_parsed_and_rejected_as_not_implemented_yet():
-    text = (
+CEP = "PREFIX : <http://e/> SELECT * FROM NAMED WINDOW :W ON <http://s> [RANGE 10m] "
+W = "http://e/W"
+ANY = SelectionStrategy.SKIP_TILL_ANY
+
+
+def gpm(name: str, window: str, p: str, o: str = "?s") -> GraphPatternEvent:
+    triple = TriplePattern(Var("v"), IRI(f"http://e/{p}"), Var(o[1:]) if o.startswith("?") else IRI(o))
+    return GraphPatternEvent(name, (window,), GroupPattern((BGP((triple,)),)))
+
+
+def test_seq_in_a_window_is_a_sequence_with_one_negation():
+    query = parse(
         "PREFIX : <http://e/> SELECT ?s FROM NAMED WINDOW :W ON <http://s> [RANGE 10m] WHERE {\n"
-        "  WINDOW :W { SEQ ({?v :delayAt ?s}, {?v :delayAt ?s}, !{?v :arriveAt ?s}) } }"
+        "  WINDOW :W { SEQ ({?v :delayAt ?s}, {?v :delayAt ?s}, !{?v :arriveAt ?s}) } ?v a :subway }"
     )
+    match, static = query.where.elements
+    assert isinstance(match, MatchElement) and isinstance(static, BGP)
+    assert match.pattern == Sequence(
+        (gpm("P1", W, "delayAt"), gpm("P2", W, "delayAt"), Negation(gpm("P3", W, "arriveAt"))), (ANY, ANY)
+    )
+    assert query.streams == (StreamDecl("http://s", W, TimeWindow(Duration(10, TimeUnit.MINUTES))),)
+
+
+def test_seq_over_windows_takes_each_windows_pattern():
+    query = parse(
+        "PREFIX : <http://e/> SELECT * FROM NAMED WINDOW :A ON <http://s> [RANGE 10m] "
+        "FROM NAMED WINDOW :B ON <http://s> [NOW] FROM NAMED WINDOW :C ON <http://t> [RANGE 1m] WHERE { "
+        "SEQ(:A, !:B, :C) WINDOW :A { ?v :p ?s } WINDOW :B { SEQ({?v :q ?s}, {?v :r ?s}) } "
+        "WINDOW :C { ?v :p ?s } }"
+    )
+    (match,) = query.where.elements
+    b = Sequence((gpm("P2", "http://e/B", "q"), gpm("P3", "http://e/B", "r")), (ANY,))
+    assert match.pattern == Sequence(
+        (gpm("P1", "http://e/A", "p"), Negation(b), gpm("P4", "http://e/C", "p")), (ANY, ANY)
+    )
+
+
+def test_several_event_clauses_join_by_interval_intersection():
+    query = parse(
+        "PREFIX : <http://e/> SELECT * FROM NAMED WINDOW :A ON <http://s> [RANGE 10m] "
+        "FROM NAMED WINDOW :B ON <http://t> [RANGE 1m] WHERE { "
+        "?v a :subway . WINDOW :A { SEQ({?v :p ?s}, !{?v :q ?s}, {?v :p ?s}) } "
+        "OPTIONAL { ?s :name ?n } WINDOW :B { ?v :r ?x } }"
+    )
+    match, static, optional = query.where.elements
+    assert isinstance(static, BGP) and isinstance(optional, OptionalPattern)
+    assert isinstance(match.pattern, EventJoin) and match.pattern.intersect
+    first, second = match.pattern.operands
+    assert isinstance(first, Sequence) and second == gpm("P4", "http://e/B", "r", "?x")
+
+
+@pytest.mark.parametrize(
+    ("where", "message", "column"),
+    [
+        ("WINDOW :W { SEQ({?v :p ?s}, !{?v :q ?s}, !{?v :r ?s}) }", "at most one negated element", 42),
+        ("WINDOW :W { SEQ({?v :p ?s}, :W) }", "either graph patterns", 13),
+        ("SEQ({?v :p ?s}, {?v :q ?s}) WINDOW :W { ?v :p ?s }", "write it inside WINDOW :w { SEQ(...) }", 1),
+        ("SEQ(:W, :X) WINDOW :W { ?v :p ?s }", "which has no WINDOW block", 9),
+        ("SEQ(:W, :W) WINDOW :W { ?v :p ?s } WINDOW :W { ?v :q ?s }", "2 WINDOW blocks", 5),
+        ("WINDOW :W { SEQ({?v :p ?s}, {?v :q ?s}) ?v :r ?x }", "one triple sequence pattern", 13),
+        ("WINDOW :W { SEQ(:W, :W) }", "outside window blocks", 13),
+        ("OPTIONAL { WINDOW :W { SEQ({?v :p ?s}, {?v :q ?s}) } }", "top level of WHERE", 24),
+        ("WINDOW :W { SEQ({?v :p ?s}, {?v :q ?s}) } OPTIONAL { WINDOW :W { ?a ?b ?c } }", "top level", 54),
+    ],
+)
+def test_seq_errors_are_located(where, message, column):
     with pytest.raises(SparqlSyntaxError) as error:
-        parse(text)
-    assert "not implemented yet" in error.value.message and (error.value.line, error.value.column) == (2, 15)
-    with pytest.raises(SparqlSyntaxError, match="not implemented yet"):
-        parse(text.replace("WINDOW :W { SEQ", "SEQ(:W; !:W) WINDOW :W { SEQ"))
+        parse(CEP + "WHERE {\n" + where + " }")
+    assert message in error.value.message and (error.value.line, error.value.column) == (2, column)
+
+
+def test_nested_paths_attach_their_test_to_the_step_before():
+    query = parse(
+        "PREFIX : <http://e/> SELECT ?s WHERE { STREAM <http://s> [NOW] { ?v :delayAt ?s } "
+        "?s (^:beg/[:means :subway]/:end)+ :c . ?s (^:beg[:means]/:end)* ?x . ?s :a/[:b/[:c]] ?y }"
+    )
+    first, second, third = query.where.elements[1].triples
+    beg, means, end = IRI("http://e/beg"), IRI("http://e/means"), IRI("http://e/end")
+    subway = PathSequence((means, PathSelf(IRI("http://e/subway"))))
+    assert first.predicate == PathMod(
+        PathSequence((PathNested(PathInverse(beg), subway), end)), PathModifier.ONE_OR_MORE
+    )
+    assert second.predicate == PathMod(
+        PathSequence((PathNested(PathInverse(beg), means), end)), PathModifier.ZERO_OR_MORE
+    )
+    inner = PathNested(IRI("http://e/b"), IRI("http://e/c"))
+    assert third.predicate == PathNested(IRI("http://e/a"), inner)
+
+
+def test_a_bracket_after_a_top_level_step_is_still_a_blank_node_object():
+    query = parse("PREFIX : <http://e/> SELECT * WHERE { STREAM <http://s> [NOW] { ?x :p [ :q ?y ] } }")
+    first, second = query.where.elements[0].pattern.elements[0].triples
+    assert first.predicate == IRI("http://e/p") and second.subject == first.object
+
+
+def test_a_nested_test_needs_a_step_before_it():
+    with pytest.raises(SparqlSyntaxError, match="follows a path step"):
+        parse("PREFIX : <http://e/> SELECT * WHERE { STREAM <http://s> [NOW] { ?x ([:q]/:p) ?y } }")
 
 
 def test_a_query_without_windows_is_not_cqels():
@@ -113,3 +225,23 @@ def test_a_query_without_windows_is_not_cqels():
 def test_dialect_detection_picks_cqels():
     query = parse_event_query(f"select ?x where {{ stream <{S}> [range 3s] {{ ?x ?p ?o }} }}")
     assert query.dialect == CQELS
+
+
+def test_the_cqels_grammar_has_no_shift_reduce_conflicts(caplog: pytest.LogCaptureFixture) -> None:
+    """Nested paths' `[` must not compete with SPARQL's blank-node objects (lark resolves such a
+    conflict silently, as a shift)."""
+    text = (Path(__file__).resolve().parents[2] / "grammar" / "cqels.lark").read_text(encoding="utf-8")
+    lark.logger.setLevel(logging.DEBUG)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="lark"):
+            lark.Lark(
+                text,
+                parser="lalr",
+                lexer="contextual",
+                start="query_unit",
+                source_path=PackageResource("rsep.grammar", "cqels.lark"),
+                import_paths=[FromPackageLoader("rsep.grammar", ("",))],
+            )
+    finally:
+        lark.logger.setLevel(logging.WARNING)
+    assert not [r.getMessage() for r in caplog.records if "conflict" in r.getMessage().lower()]

@@ -232,3 +232,15 @@ def test_events_no_run_refers_to_are_forgotten():
         runner.step(log[start : start + 500])
     assert len(runner.state.events) < 2100
     assert runner.state.event_count == 5000
+
+
+def test_the_scratch_copy_covers_every_field_of_the_nfa_state():
+    from dataclasses import fields
+
+    from rsep.plugin.nfa.runtime import NfaState
+    from rsep.plugin.service.runner import _scratch_copy
+
+    state = NfaState(runs={1: []}, last_rank=3, history={0: [({"x": "1"}, (1.0, 2.0))]}, pending=[])
+    copied = _scratch_copy(state)
+    assert {f.name for f in fields(NfaState)} == {"runs", "last_rank", "history", "pending"}
+    assert copied == state and copied.history is not state.history and copied.history[0] is not state.history[0]

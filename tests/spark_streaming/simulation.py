@@ -56,20 +56,20 @@ class FakeState:
         return (self.value,)
 
     @property
-    def hasTimedOut(self) -> bool:  # noqa: N802
+    def hasTimedOut(self) -> bool:
         return self.timed_out
 
-    def update(self, newValue: tuple[Any, ...]) -> None:  # noqa: N803
+    def update(self, newValue: tuple[Any, ...]) -> None:
         self.value = newValue[0]
 
     def remove(self) -> None:
         self.value = None
 
-    def setTimeoutTimestamp(self, timestampMs: int) -> None:  # noqa: N802, N803
+    def setTimeoutTimestamp(self, timestampMs: int) -> None:
         assert timestampMs >= self.watermark, "Spark rejects a timeout before the watermark"
         self.timeout = timestampMs
 
-    def getCurrentWatermarkMs(self) -> int:  # noqa: N802
+    def getCurrentWatermarkMs(self) -> int:
         return self.watermark
 
 
@@ -124,7 +124,9 @@ class Job:
         start = self.offset if self.offset is not None else reader.initialOffset()
         partitions = reader.partitions(start, end)
         broadcast = _Broadcast(self.background) if self.background is not None else None
-        stage = StreamGpmStage(self.plan.gpms, self.plan.key, broadcast, self.broadcast_id, self.partition_size)
+        stage = StreamGpmStage(
+            self.plan.gpms, self.plan.key, broadcast, self.broadcast_id, self.partition_size
+        )
         frames = []
         for partition in partitions:
             source = pd.concat([b.to_pandas() for b in reader.read(partition)], ignore_index=True)

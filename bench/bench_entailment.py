@@ -1,0 +1,290 @@
+"""EP-SPARQL's Test 2 (WWW 2011 §6, "Stream Reasoning"): the delay RDFS entailment adds per event.
+
+A stream of triples `<s_i> rdf:type <C>` whose subjects are checked for membership in a class with
+40,080 subclasses and a class hierarchy 8 deep (the paper used EthanPlants' Tracheobionta, which
+cannot be fetched; the ontology here is generated deterministically with the same two numbers: a
+tree with branching 4 down to depth 7, the remaining classes at depth 8, plus an unrelated
+hierarchy of `--others` classes so that some events are not members). 80% of the events name a
+class of the Tracheobionta tree (the root included), 20% one of the other tree.
+
+The SPAseq query `SEQ (A) DEFINE GPM A ON S1 { ?x a p:Tracheobionta }` runs in-process
+(`Replay` + `GpmEvaluator`, what `rsep run --engine inprocess` does) as:
+
+- materialised: without entailment, over the same stream with each event's types closed by the
+          producer (its class and all its superclasses): the same matches with no reasoning at
+          query time, the reference for the delay reasoning adds;
+- lookup: `entailment=rdfs`, the default mechanism: the schema closure is a table evaluated once
+          per knowledge-base version and hash-joined per event row;
+- paths:  the same rewrite with Mechanism.PATHS: `GRAPH <rsep:schema> { ?t rdfs:subClassOf+ C }`
+          evaluated by Oxigraph per batch, over a batch store holding a copy of the schema;
+- hand:   no entailment, the hand-written background join `?x a ?c . GRAPH <onto> { ?c
+          rdfs:subClassOf* p:Tracheobionta }` (the ontology also loaded as a named graph), i.e.
+          what a user could already write with SPAseq Def. 15 joins.
+
+It prints, measured in the same run: events/s over the whole stream in batches of 5,000 events
+(the replay's default), and per-event latency with batches of one event (a stream processed as
+events arrive, as the endpoint does); the delay entailment adds is latency(mechanism) -
+latency(materialised). Then a sweep over the ontology's size shows why PATHS collapses (§8.2 of the
+SPAseq paper): its cost per batch grows with the knowledge base, LOOKUP's does not. Every
+configuration's match count is checked against the generator's. Timings are printed, never
+asserted.
+
+Run from the repository root:
+    .venv/bin/python -m bench.bench_entailment [--quick] [--events N] [--subclasses N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import pyoxigraph as ox
+
+from rsep.grammar import parse_event_query
+from rsep.plugin.algebra.events import EventQuery, MatchElement
+from rsep.plugin.algebra.sparql import GroupPattern
+from rsep.plugin.compile.entailment import Mechanism, entail_pattern
+from rsep.plugin.compile.plan import QueryPlan, compile_query, event_pattern_of
+from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.replay import NumberedEvent, Replay, number_events
+from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
+
+P = "http://example.org/plants#"
+ROOT = P + "Tracheobionta"
+OTHER_ROOT = P + "Fungi"
+ONTOLOGY_GRAPH = "http://example.org/plants/ontology"
+STREAM = "http://example.org/plants/stream"
+SUBCLASS = "http://www.w3.org/2000/01/rdf-schema#subClassOf"
+TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+BATCH = 5000
+
+QUERY = f"""PREFIX p: <{P}>
+SELECT ?x FROM STREAM S1 <{STREAM}>
+WHERE {{ SEQ (A) DEFINE GPM A ON S1 {{ ?x a p:Tracheobionta }} }}"""
+HAND = f"""PREFIX p: <{P}>
+PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
+SELECT ?x FROM STREAM S1 <{STREAM}>
+WHERE {{ SEQ (A) DEFINE GPM A ON S1 {{
+  ?x a ?c . GRAPH <{ONTOLOGY_GRAPH}> {{ ?c rdfs:subClassOf* p:Tracheobionta }} }} }}"""
+
+
+# ---------------------------------------------------------------------- workload
+
+
+def hierarchy(root: str, prefix: str, size: int, depth: int = 8, branching: int = 4) -> list[tuple[str, str]]:
+    """(class, superclass) pairs of a tree of `size` classes below `root`, at most `depth` deep:
+    breadth-first with `branching` children per class down to depth - 1, the rest of the classes
+    spread over the nodes at depth - 1 (so the deepest level is `depth`, when size allows)."""
+    pairs: list[tuple[str, str]] = []
+    level = [root]
+    for current in range(1, depth):
+        if len(pairs) >= size:
+            break
+        below: list[str] = []
+        for parent in level:
+            for _ in range(branching):
+                if len(pairs) + len(below) >= size:
+                    break
+                below.append(f"{prefix}{current}_{len(pairs) + len(below)}")
+                pairs.append((below[-1], parent))
+        level = below
+    for index in range(size - len(pairs)):
+        pairs.append((f"{prefix}{depth}_{len(pairs)}", level[index % len(level)]))
+    return pairs
+
+
+@dataclass(frozen=True)
+class Workload:
+    kb: KnowledgeBase
+    triples: int
+    members: frozenset[str]
+    """Tracheobionta and its subclasses."""
+    depth: int
+    events: list[NumberedEvent]
+    materialised: list[NumberedEvent]
+    """The same events with their types closed under rdfs:subClassOf."""
+
+
+def workload(subclasses: int, others: int, events: int, seed: int = 2011) -> Workload:
+    plants = hierarchy(ROOT, P + "T", subclasses)
+    fungi = hierarchy(OTHER_ROOT, P + "F", others)
+    kb = KnowledgeBase()
+    quads = [
+        ox.Quad(ox.NamedNode(c), ox.NamedNode(SUBCLASS), ox.NamedNode(s), graph)
+        for graph in (ox.DefaultGraph(), ox.NamedNode(ONTOLOGY_GRAPH))
+        for c, s in (*plants, *fungi)
+    ]
+    kb.store.bulk_extend(quads)
+    kb.touch()
+    members = [ROOT, *(c for c, _ in plants)]
+    outsiders = [OTHER_ROOT, *(c for c, _ in fungi)]
+    parent = dict((*plants, *fungi))
+    rng = random.Random(seed)
+    raw: list[GraphEvent] = []
+    closed: list[GraphEvent] = []
+    for i in range(events):
+        cls = rng.choice(members) if rng.random() < 0.8 else rng.choice(outsiders)
+        time = Timestamp(float(i), str(i), True)
+        types = [cls]
+        while types[-1] in parent:
+            types.append(parent[types[-1]])
+        lines = [f"<urn:plants:s{i}> <{TYPE}> <{c}> .\n" for c in types]
+        raw.append(GraphEvent(STREAM, f"<urn:plants:e{i}>", time, lines[0]))
+        closed.append(GraphEvent(STREAM, f"<urn:plants:e{i}>", time, "".join(lines)))
+    depth = max(int(c[len(P) + 1 :].split("_")[0]) for c, _ in plants)
+    return Workload(kb, len(quads), frozenset(members), depth, number_events([raw]), number_events([closed]))
+
+
+# ---------------------------------------------------------------------- plans
+
+
+def plans() -> dict[str, QueryPlan]:
+    query = parse_event_query(QUERY, source="<bench>")
+    return {
+        "materialised": compile_query(query),
+        "lookup": compile_query(replace(query, entailment="rdfs")),
+        "paths": compile_query(_with_mechanism(query, Mechanism.PATHS)),
+        "hand": compile_query(parse_event_query(HAND, source="<bench>")),
+    }
+
+
+def _with_mechanism(query: EventQuery, mechanism: Mechanism) -> EventQuery:
+    pattern = entail_pattern(event_pattern_of(query), "rdfs", mechanism)
+    return replace(query, where=GroupPattern((MatchElement(pattern),)))
+
+
+# ---------------------------------------------------------------------- measuring
+
+
+@dataclass(frozen=True)
+class Run:
+    seconds: float
+    matches: int
+    events: int
+
+    @property
+    def per_second(self) -> float:
+        return self.events / self.seconds
+
+    @property
+    def ms_per_event(self) -> float:
+        return 1000 * self.seconds / self.events
+
+
+def replay(plan: QueryPlan, kb: KnowledgeBase, events: Sequence[NumberedEvent], batch: int) -> Run:
+    """The replay of `events`, timed after the knowledge base's answers are cached (the first
+    batch of a KB version pays for them: measured apart, `refresh`)."""
+    evaluator = GpmEvaluator(plan.gpms, kb)
+    evaluator.evaluate([(events[0].id, events[0].event)])  # warm: per-version background answers
+    start = time.perf_counter()
+    matches = Replay(plan, evaluator, batch_size=batch).run(events)
+    return Run(time.perf_counter() - start, len(matches), len(events))
+
+
+def refresh(plan: QueryPlan, kb: KnowledgeBase, repeat: int = 3) -> float:
+    """Seconds to evaluate what a plan reads from the knowledge base once (per KB version)."""
+    times = []
+    for _ in range(repeat):
+        kb.touch()  # a new version: nothing cached
+        start = time.perf_counter()
+        kb.snapshot(plan.gpms)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def best(run: Callable[[], Run], repeat: int) -> Run:
+    return min((run() for _ in range(repeat)), key=lambda r: r.seconds)
+
+
+# ---------------------------------------------------------------------- report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer events, one repetition")
+    parser.add_argument("--events", type=int, default=20_000, help="stream length (throughput)")
+    parser.add_argument("--subclasses", type=int, default=40_080)
+    parser.add_argument("--others", type=int, default=4_000, help="classes outside Tracheobionta")
+    args = parser.parse_args(argv)
+    repeat = 1 if args.quick else 3
+    total = 4_000 if args.quick else args.events
+    single = {"materialised": 2_000, "lookup": 2_000, "hand": 40, "paths": 40}
+    if args.quick:
+        single = {name: max(20, n // 10) for name, n in single.items()}
+
+    print(f"rsep entailment benchmark (EP-SPARQL Test 2) on {platform.python_implementation()} "
+          f"{platform.python_version()}, pyoxigraph {ox.__version__}, {platform.machine()}")  # fmt: skip
+    work = workload(args.subclasses, args.others, total)
+    print(f"knowledge base: {work.triples:,} triples ({args.subclasses:,} subclasses of Tracheobionta, "
+          f"depth {work.depth}; {args.others:,} other classes; the ontology in the default graph and, "
+          f"for `hand`, in <{ONTOLOGY_GRAPH}>)")  # fmt: skip
+    compiled = plans()
+
+    print("\nper knowledge-base version (what one SPARQL Update costs the next batch):")
+    for name in ("lookup", "hand"):
+        seconds = refresh(compiled[name], work.kb)
+        print(f"  {name:<12} {1000 * seconds:8.1f} ms to evaluate the background part")
+
+    print(f"\nthroughput: {total:,} events, batches of {BATCH:,}")
+    throughput: dict[str, Run] = {}
+    for name, plan in compiled.items():
+        events = work.materialised if name == "materialised" else work.events
+        events = events if name != "paths" else events[: max(BATCH, total // 4)]
+        throughput[name] = best(lambda plan=plan, events=events: replay(plan, work.kb, events, BATCH), repeat)
+        _check(name, throughput[name], work, events)
+        run = throughput[name]
+        print(f"  {name:<12} {run.per_second:>10,.0f} events/s   {run.ms_per_event * 1000:8.1f} µs/event"
+              f"   ({run.matches:,} matches of {run.events:,} events)")  # fmt: skip
+
+    print("\nlatency: one event per batch (each event processed as it arrives)")
+    latency: dict[str, Run] = {}
+    for name, plan in compiled.items():
+        events = (work.materialised if name == "materialised" else work.events)[: single[name]]
+        latency[name] = best(lambda plan=plan, events=events: replay(plan, work.kb, events, 1), repeat)
+        _check(name, latency[name], work, events)
+        run = latency[name]
+        delay = run.ms_per_event - latency["materialised"].ms_per_event
+        print(f"  {name:<12} {run.ms_per_event:9.3f} ms/event   delay from reasoning {delay:9.3f} ms/event"
+              f"   ({run.events:,} events)")  # fmt: skip
+
+    print("\nratios (same run):")
+    ratio = throughput["lookup"].per_second / throughput["paths"].per_second
+    tp, lat = throughput, latency
+    print(f"  events/s   lookup / paths = {ratio:8.1f}x   lookup / materialised = "
+          f"{tp['lookup'].per_second / tp['materialised'].per_second:5.2f}   lookup / hand = "
+          f"{tp['lookup'].per_second / tp['hand'].per_second:5.2f}")  # fmt: skip
+    print(f"  latency    paths / lookup = {lat['paths'].ms_per_event / lat['lookup'].ms_per_event:8.1f}x"
+          f"   lookup / materialised = {lat['lookup'].ms_per_event / lat['materialised'].ms_per_event:5.2f}"
+          f"   hand / lookup = {lat['hand'].ms_per_event / lat['lookup'].ms_per_event:5.1f}x")  # fmt: skip
+
+    sizes = [1_000, 10_000, args.subclasses] if not args.quick else [1_000, args.subclasses]
+    print(
+        "\nontology size sweep, one event per batch (SPAseq §8.2: re-derivation per batch grows with the KB)"
+    )
+    for size in sizes:
+        small = workload(size, args.others // 10, 400 if not args.quick else 100)
+        row = []
+        for name in ("lookup", "paths"):
+            events = small.events[: 400 if name == "lookup" else 20]
+            run = best(lambda n=name, e=events, kb=small.kb: replay(compiled[n], kb, e, 1), repeat)
+            _check(name, run, small, events)
+            row.append(run.ms_per_event)
+        print(f"  {size:>7,} subclasses ({small.triples:>7,} triples): lookup {row[0]:7.3f} ms/event,"
+              f" paths {row[1]:8.2f} ms/event  ({row[1] / row[0]:7.1f}x)")  # fmt: skip
+    return 0
+
+
+def _check(name: str, run: Run, work: Workload, events: Sequence[NumberedEvent]) -> None:
+    """Every configuration must find exactly the generator's matches."""
+    expected = sum(1 for n in events if n.event.ntriples.split()[2][1:-1] in work.members)
+    if run.matches != expected:
+        raise SystemExit(f"{name}: {run.matches} matches, expected {expected}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

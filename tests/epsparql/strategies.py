@@ -1,0 +1,187 @@
+"""Hypothesis strategies: small streams and EP-SPARQL patterns over a tiny vocabulary."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+from tests.epsparql.harness import Event
+from tests.epsparql.reference import TP, Bin, Filter, LeftJoin, Pattern, iri, variables
+
+PREDICATES = [iri("p"), iri("q"), iri("r")]
+NODES = [iri("a"), iri("b"), iri("c")]
+VARIABLES = ["?x", "?y", "?z", "?w"]
+
+TEMPORAL_OPS = ["JOIN", "SEQ", "EQUALS", "UNION", "OPTIONALSEQ", "EQUALSOPTIONAL", "OPTIONAL"]
+SPARQL_OPS = ["JOIN", "UNION", "OPTIONAL"]
+
+
+def triples() -> st.SearchStrategy[tuple[str, str, str]]:
+    """Over two nodes mostly (a third one rarely), so that random patterns match often."""
+    node = st.sampled_from([NODES[0], NODES[1], NODES[0], NODES[1], NODES[2]])
+    return st.tuples(node, st.sampled_from(PREDICATES), node)
+
+
+@st.composite
+def streams(draw: st.DrawFn, max_events: int = 7, max_time: int = 4) -> list[Event]:
+    """2..max_events events at integer times 0..max_time (several may share a time), 1-3 triples each."""
+    count = draw(st.integers(2, max_events))
+    events = [
+        (
+            float(draw(st.integers(0, max_time))),
+            draw(st.lists(triples(), min_size=1, max_size=3, unique=True)),
+        )
+        for _ in range(count)
+    ]
+    return sorted(events, key=lambda e: e[0])
+
+
+def occurrences(events: Sequence[Event]) -> set[tuple[tuple[str, str, str], float, float]]:
+    return {(triple, time, time) for time, graph in events for triple in graph}
+
+
+def triple_patterns() -> st.SearchStrategy[TP]:
+    subject = st.sampled_from([*VARIABLES[:2], *VARIABLES[:2], NODES[0]])
+    obj = st.sampled_from(["?z", "?y", "?x", "?w", NODES[0], NODES[1]])
+    return st.builds(TP, subject, st.sampled_from(PREDICATES), obj)
+
+
+@dataclass(frozen=True)
+class Options:
+    """Which shapes the pattern generator may produce."""
+
+    ops: tuple[str, ...] = tuple(TEMPORAL_OPS)
+    time_filters: bool = True
+    max_leaves: int = 4
+    scoped_filters: bool = True
+    """FILTERs read only variables their group binds in every solution (else any of ?x ?y ?z ?w)."""
+    optional_filters: bool = False
+    """OPTIONAL groups may carry a FILTER (evaluated on the joined mapping)."""
+
+
+def value_expr(draw: st.DrawFn, names: Sequence[str]) -> str:
+    pool = list(names)
+    v = draw(st.sampled_from(pool))
+    w = draw(st.sampled_from(pool))
+    kind = draw(st.integers(0, 4))
+    if kind == 0:
+        return f"?{v} = {draw(st.sampled_from(NODES))}"
+    if kind == 1:
+        return f"?{v} != ?{w}"
+    if kind == 2:
+        return f"BOUND(?{v})"
+    if kind == 3:
+        return f"!BOUND(?{v})"
+    return f"sameTerm(?{v}, ?{w})"
+
+
+def time_expr(draw: st.DrawFn) -> str:
+    k = draw(st.integers(0, 4))
+    kind = draw(st.integers(0, 3))
+    if kind == 0:
+        return f'getDURATION() < "PT{k}S"^^xsd:dayTimeDuration'
+    if kind == 1:
+        return f'getDURATION() >= "PT{k}S"^^xsd:dayTimeDuration'
+    if kind == 2:
+        return f'getSTARTTIME() >= "1970-01-01T00:00:0{k}Z"^^xsd:dateTime'
+    return f'getENDTIME() <= "1970-01-01T00:00:0{k}Z"^^xsd:dateTime'
+
+
+@st.composite
+def filter_exprs(draw: st.DrawFn, names: Sequence[str], time: bool) -> str:
+    def atom() -> str:
+        return time_expr(draw) if time and (not names or draw(st.booleans())) else value_expr(draw, names)
+
+    atoms = [atom()]
+    if draw(st.booleans()):
+        atoms.append(atom())
+        return f"({atoms[0]}) {draw(st.sampled_from(['&&', '||']))} ({atoms[1]})"
+    return atoms[0]
+
+
+@st.composite
+def patterns(draw: st.DrawFn, options: Options = Options(), leaves: int | None = None) -> Pattern:
+    budget = options.max_leaves if leaves is None else leaves
+    if budget <= 1 or draw(st.integers(0, 3)) == 0:
+        node: Pattern = draw(triple_patterns())
+    else:
+        split = draw(st.integers(1, budget - 1))
+        op = draw(st.sampled_from(options.ops))
+        left = draw(patterns(options, split))
+        right = draw(patterns(options, budget - split))
+        if op == "OPTIONAL":
+            expr = None
+            names = sorted(variables(left) | variables(right))
+            if options.optional_filters and names and draw(st.booleans()):
+                expr = draw(filter_exprs(names, time=False))
+            node = LeftJoin(left, right, expr)
+        else:
+            node = Bin(op, left, right)
+    if draw(st.integers(0, 4)) == 0:
+        names = sorted(certain(node)) if options.scoped_filters else [v[1:] for v in VARIABLES]
+        time = options.time_filters
+        if names or time:
+            node = Filter(node, draw(filter_exprs(names, time)))
+    return node
+
+
+def window_pushed(pattern: Pattern) -> bool:
+    """Does a top-level `getDURATION() <` (or <=) conjunct bound the whole pattern
+    (rsep turns it into the automaton's window)?"""
+    while isinstance(pattern, Filter):
+        conjuncts = [pattern.expr] if ") || (" in pattern.expr else pattern.expr.strip("()").split(") && (")
+        if any(c.startswith("getDURATION() <") for c in conjuncts):
+            return True
+        pattern = pattern.pattern
+    return False
+
+
+def certain(pattern: Pattern) -> set[str]:
+    """The variables every solution of `pattern` binds."""
+    if isinstance(pattern, TP):
+        return variables(pattern)
+    if isinstance(pattern, Filter):
+        return certain(pattern.pattern)
+    if isinstance(pattern, LeftJoin) or pattern.op == "EQUALSOPTIONAL":
+        return certain(pattern.left)
+    if pattern.op == "OPTIONALSEQ":
+        return certain(pattern.right)
+    if pattern.op == "UNION":
+        return certain(pattern.left) & certain(pattern.right)
+    return certain(pattern.left) | certain(pattern.right)
+
+
+def has_optional(pattern: Pattern) -> bool:
+    if isinstance(pattern, TP):
+        return False
+    if isinstance(pattern, Filter):
+        return has_optional(pattern.pattern)
+    if isinstance(pattern, LeftJoin) or pattern.op in ("OPTIONALSEQ", "EQUALSOPTIONAL"):
+        return True
+    return has_optional(pattern.left) or has_optional(pattern.right)
+
+
+def optionals_are_safe(pattern: Pattern, outside: frozenset[str] = frozenset()) -> bool:
+    """The optional side of every optional operator shares with the rest of the
+    query (`outside` and its mandatory side) only variables its mandatory side
+    binds in every solution, and contains no optional operator itself."""
+    if isinstance(pattern, TP):
+        return True
+    if isinstance(pattern, Filter):
+        return optionals_are_safe(pattern.pattern, outside)
+    left, right = pattern.left, pattern.right
+    if isinstance(pattern, LeftJoin) or pattern.op == "EQUALSOPTIONAL":
+        mandatory, optional = left, right
+    elif pattern.op == "OPTIONALSEQ":
+        mandatory, optional = right, left
+    else:
+        return optionals_are_safe(left, outside | variables(right)) and optionals_are_safe(
+            right, outside | variables(left)
+        )
+    if has_optional(optional):
+        return False
+    if variables(optional) & outside - certain(mandatory):
+        return False
+    return optionals_are_safe(mandatory, outside | variables(optional))

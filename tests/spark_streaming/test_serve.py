@@ -1,0 +1,144 @@
+"""`rsep serve --engine spark` killed with SIGKILL in the middle of a stream
+(the JVM goes with it): after the restart every match is in the store once
+and pushed once, and SIGTERM stops the server cleanly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from tests.endpoint_streaming.test_results_and_push import synthetic_events
+from tests.endpoint_streaming.test_serve import Listener, Server, expected, free_port, post_events
+from tests.paths import REPO
+from tests.service.support import QUERIES
+
+pytestmark = [pytest.mark.spark, pytest.mark.e2e]
+
+START_TIMEOUT = 120
+
+
+class SparkServer(Server):
+    """A `rsep serve --engine spark --master local[2]` subprocess."""
+
+    def __init__(self, data: Path, log: Path) -> None:  # (not Server's: another command, longer start)
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        command = [sys.executable, "-m", "rsep.endpoint.cli", "serve", "--port", str(self.port),
+                   "--data", str(data), "--engine", "spark", "--master", "local[2]"]  # fmt: skip
+        self.process = subprocess.Popen(command, cwd=REPO, stdout=log.open("ab"), stderr=subprocess.STDOUT,
+                                        env=dict(os.environ))  # fmt: skip
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                self.get("/queries")
+                return
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"rsep serve did not start: {log.read_text()}") from None
+                time.sleep(0.2)
+
+    def descendants(self) -> list[int]:
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    stat = Path(f"/proc/{entry}/stat").read_text()
+                except OSError:
+                    continue
+                children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+        found, todo = [], [self.process.pid]
+        while todo:
+            for child in children.get(todo.pop(), []):
+                found.append(child)
+                todo.append(child)
+        return found
+
+    def kill(self) -> None:
+        """SIGKILL the server; its JVM notices its stdin closing and exits too
+        (waited for: a JVM still finishing a batch must not meet the next one)."""
+        family = self.descendants()
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=30)
+        deadline = time.monotonic() + 60
+        while any(Path(f"/proc/{pid}").exists() and _alive(pid) for pid in family):
+            assert time.monotonic() < deadline, "the server's JVM outlived it"
+            time.sleep(0.1)
+
+    def terminate(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=90)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_caught_up(server: SparkServer, query_id: str, timeout: float = 90) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        read = server.get(f"/queries/{query_id}")
+        if read["lag"] == 0 and read["status"] == "running":
+            return read
+        assert read["status"] != "failed", read["error"]
+        assert time.monotonic() < deadline, read
+        time.sleep(0.1)
+
+
+def received(listener: Listener) -> list[str]:
+    out = []
+    while not listener.records.empty():
+        out.append(listener.records.get_nowait()["graph"])
+    return out
+
+
+def test_a_spark_server_killed_mid_stream_resumes_exactly_once(tmp_path):
+    data, log = tmp_path / "data", tmp_path / "server.log"
+    events = synthetic_events(40)
+    server = SparkServer(data, log)
+    try:
+        status, query = server.request(
+            "POST", "/queries", QUERIES["any"].encode(), "application/sparql-query"
+        )
+        assert status == 201
+        first_listener = Listener(server, query["id"])
+        post_events(server, events[:20])
+        first = expected(query["id"], events[:20])
+        pushed = {r["graph"] for r in first_listener.take(len(first), timeout=90)}
+        assert pushed == first
+        post_events(server, events[20:26])
+        time.sleep(0.4)  # likely in the middle of a micro-batch
+    finally:
+        server.kill()
+    pushed_first = [*pushed, *received(first_listener)]
+
+    server = SparkServer(data, log)
+    try:
+        assert [q["id"] for q in server.get("/queries")["queries"]] == [query["id"]]
+        listener = Listener(server, query["id"])
+        post_events(server, events[26:])
+        everything = expected(query["id"], events)
+        read = wait_caught_up(server, query["id"])
+        sparql = urllib.parse.urlencode({"query": (
+            "SELECT (COUNT(DISTINCT ?g) AS ?n) (COUNT(?g) AS ?all) WHERE { GRAPH <urn:rsep:matches> "
+            f"{{ ?g <http://www.w3.org/ns/prov#wasGeneratedBy> <{query['iri']}> }} }}")})  # fmt: skip
+        counts = server.get(f"/sparql?{sparql}")["results"]["bindings"][0]
+        assert int(counts["n"]["value"]) == int(counts["all"]["value"]) == len(everything)
+        assert read["matches"] == len(everything)
+        only_after = everything - expected(query["id"], events[:26])  # need an event posted after the restart
+        time.sleep(1.0)  # a push not yet read would show now
+        later = received(listener)
+        assert len(later) == len(set(later)) and not set(later) & set(pushed_first)  # nothing pushed twice
+        assert only_after <= set(later) <= everything
+    finally:
+        assert server.terminate() == 0  # SIGTERM: shutdown hooks stop the engine and the event streams
