@@ -46,14 +46,25 @@ def parse_event_query(
     errors: list[SparqlSyntaxError] = []
     for syntax in candidates:
         try:
-            query: EventQuery = parse_with(
+            query = parse_with(
                 syntax.grammar,
                 text,
                 lambda s=syntax: s.transformer(base_iri),  # type: ignore[misc]
                 start="query_unit",
                 source=source,
             )
-            return query
+            if isinstance(query, EventQuery):
+                return query
         except SparqlSyntaxError as error:
             errors.append(error)
-    raise max(errors, key=lambda e: (e.line, e.column))
+    if not errors:  # every dialect read it as plain SPARQL: not an event query
+        raise SparqlSyntaxError(
+            "not an event query: it has no stream, window or event operator of any dialect (plain SPARQL "
+            "goes to the endpoint's /sparql)",
+            source=source,
+            line=1,
+            column=1,
+        )
+    # A dialect whose grammar read the whole text knows best what is wrong with it.
+    parsed = [e for e in errors if e.static]
+    raise max(parsed or errors, key=lambda e: (e.line, e.column))

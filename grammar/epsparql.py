@@ -133,7 +133,10 @@ class EpsparqlTransformer(SparqlTransformer):
             raise self.fail("FROM and FROM NAMED do not apply to EP-SPARQL: use GRAPH <kb> { ... }", meta)
         assert parts.where is not None
         state = _Translation()
-        pattern = self._translate(parts.where, state, top=True)
+        where = parts.where
+        while len(where.elements) == 1 and isinstance(where.elements[0], GroupPattern):
+            where = where.elements[0]  # `WHERE { P }` is `WHERE P`: P is the top level
+        pattern = self._translate(where, state, top=True)
         return EventQuery(
             dialect=EPSPARQL,
             form=form,

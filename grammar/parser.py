@@ -30,7 +30,10 @@ class SparqlSyntaxError(ValueError):
     """A query or update that does not parse or breaks a static rule of SPARQL.
 
     `str(error)` is `"<source>:<line>:<column>: <message>"`; `expected` lists what would have been
-    accepted at that point (empty for static-rule violations)."""
+    accepted at that point (empty for static-rule violations); `static` tells
+    a text that parsed but broke a rule from one that did not parse."""
+
+    static = False
 
     def __init__(
         self, message: str, *, source: str, line: int, column: int, expected: Iterable[str] = ()
@@ -129,7 +132,9 @@ def parse_update(text: str, *, source: str = "<update>", base_iri: str | None = 
 
 
 def _static_error(error: StaticSemanticsError, source: str) -> SparqlSyntaxError:
-    return SparqlSyntaxError(error.message, source=source, line=error.line, column=error.column)
+    found = SparqlSyntaxError(error.message, source=source, line=error.line, column=error.column)
+    found.static = True
+    return found
 
 
 def _syntax_error(error: UnexpectedInput, text: str, parser: Lark, source: str) -> SparqlSyntaxError:

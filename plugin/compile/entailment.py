@@ -330,11 +330,11 @@ class _Rewriter:
                 out.append(BGP(tuple(plain)))
                 plain = []
             out.append(rewritten)
+        if all(isinstance(e, BGP) for e in out):
+            return [bgp]  # nothing to entail: as written, blank nodes included
         if plain:
             out.append(BGP(tuple(plain)))
-        if self.distinct and any(not isinstance(e, BGP) for e in out):
-            return [self._distinct(bgp, out)]
-        return out
+        return [self._distinct(bgp, out)] if self.distinct else out
 
     def _distinct(self, bgp: BGP, elements: list[Node]) -> Node:
         """`{ SELECT DISTINCT <the BGP's variables> WHERE { ... } }`; a BGP without variables is

@@ -42,8 +42,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from functools import reduce
 from itertools import product
 
+from rsep.plugin.algebra.analysis import pattern_vars
 from rsep.plugin.algebra.events import (
     DURATION_FUNCTION,
     ConsumptionPolicy,
@@ -59,6 +61,7 @@ from rsep.plugin.algebra.events import (
     OptionalSequence,
     SelectionStrategy,
     Sequence,
+    event_children,
 )
 from rsep.plugin.algebra.sparql import IRI, BinaryOp, Expr, FunctionCall, Literal
 from rsep.plugin.compile.automaton import CompileError
@@ -68,6 +71,7 @@ from rsep.plugin.nfa.automaton import (
     Automaton,
     ConjunctionAtom,
     GpmAtom,
+    IntervalFilter,
     IntervalSpec,
     Relation,
     ResidualFilter,
@@ -90,7 +94,7 @@ class Alternative:
     steps: tuple[frozenset[str], ...]
     after: tuple[frozenset[int], ...]
     equal: tuple[tuple[frozenset[int], frozenset[int]], ...] = ()
-    filters: tuple[tuple[frozenset[int], Expr], ...] = ()
+    filters: tuple[IntervalFilter, ...] = ()
     anti: tuple[AntiJoin, ...] = ()
     aux: int | None = None
 
@@ -152,7 +156,8 @@ def _alternatives(pattern: EventPattern, context: _Context) -> list[Alternative]
     if isinstance(pattern, Disjunction):
         return [a for operand in pattern.operands for a in _alternatives(operand, context)]
     if isinstance(pattern, EventFilter):
-        return [_with_filter(a, pattern.expr) for a in _alternatives(pattern.element, context)]
+        scope = event_vars(pattern.element)
+        return [_with_filter(a, pattern.expr, scope) for a in _alternatives(pattern.element, context)]
     if isinstance(pattern, OptionalSequence):
         positive = _alternatives(Sequence((pattern.left, pattern.right), (_ANY,)), context)
         return positive + _anti(pattern.right, pattern.left, Relation.BEFORE_START, context)
@@ -160,13 +165,15 @@ def _alternatives(pattern: EventPattern, context: _Context) -> list[Alternative]
         positive = _alternatives(Equals(pattern.left, pattern.right), context)
         return positive + _anti(pattern.left, pattern.right, Relation.SAME_INTERVAL, context)
     if isinstance(pattern, EventLeftJoin):
+        optional, condition = _peel_filters(pattern.right)
+        scope = event_vars(pattern.left) | event_vars(optional)
         positive = [
-            s
-            for a, b in product(_alternatives(pattern.left, context), _alternatives(pattern.right, context))
+            s if condition is None else _with_filter(s, condition, scope)
+            for a, b in product(_alternatives(pattern.left, context), _alternatives(optional, context))
             for s, left, right in _shuffles_with_sides(a, b)
             if max(right) <= max(left)  # the optional side ends no later (docs/semantics.md: t'_end <= t_end)
         ]
-        return positive + _anti(pattern.left, pattern.right, Relation.NOT_AFTER_END, context)
+        return positive + _anti(pattern.left, optional, Relation.NOT_AFTER_END, context, condition)
     if isinstance(pattern, Negation):
         raise CompileError("a negated element (!) is an element of a SEQ, between or beside positive ones")
     raise CompileError(f"{type(pattern).__name__} is not supported in an interval pattern")
@@ -219,14 +226,42 @@ def _require_skip_till_any(pattern: Sequence) -> None:
 
 
 def _anti(
-    mandatory: EventPattern, optional: EventPattern, relation: Relation, context: _Context
+    mandatory: EventPattern,
+    optional: EventPattern,
+    relation: Relation,
+    context: _Context,
+    condition: Expr | None = None,
 ) -> list[Alternative]:
+    """The mandatory side alone, unless a solution of the optional side is
+    compatible with the mandatory side's bindings (not the whole match: the
+    operator may sit inside a larger pattern) and satisfies `condition`."""
     aux = context.auxiliary(optional)
-    result = []
-    for alternative in _alternatives(mandatory, context):
-        steps = frozenset(range(len(alternative.steps)))
-        result.append(replace(alternative, anti=(*alternative.anti, AntiJoin(aux, steps, relation))))
-    return result
+    scope = event_vars(mandatory)
+    return [
+        _with_anti(
+            alternative, AntiJoin(aux, _all_steps(alternative), relation, scope=scope, condition=condition)
+        )
+        for alternative in _alternatives(mandatory, context)
+    ]
+
+
+def _peel_filters(pattern: EventPattern) -> tuple[EventPattern, Expr | None]:
+    """An OPTIONAL group's own FILTERs, which SPARQL's LeftJoin evaluates over
+    both sides."""
+    conditions: list[Expr] = []
+    while isinstance(pattern, EventFilter):
+        conditions.append(pattern.expr)
+        pattern = pattern.element
+    if not conditions:
+        return pattern, None
+    return pattern, reduce(lambda x, y: BinaryOp("&&", x, y), conditions)
+
+
+def event_vars(pattern: EventPattern) -> frozenset[str]:
+    """Variables an event pattern may bind (its GPMs')."""
+    if isinstance(pattern, GraphPatternEvent):
+        return pattern_vars(pattern.pattern)
+    return frozenset().union(*(event_vars(child) for child in event_children(pattern)))
 
 
 def _then(a: Alternative, b: Alternative) -> Alternative:
@@ -237,7 +272,7 @@ def _then(a: Alternative, b: Alternative) -> Alternative:
         steps=a.steps + b.steps,
         after=a.after + tuple(last | _shift(s, offset) for s in b.after),
         equal=a.equal + tuple((_shift(x, offset), _shift(y, offset)) for x, y in b.equal),
-        filters=a.filters + tuple((_shift(s, offset), e) for s, e in b.filters),
+        filters=a.filters + tuple(replace(f, steps=_shift(f.steps, offset)) for f in b.filters),
         anti=a.anti
         + tuple(replace(j, steps=_shift(j.steps, offset), later=_shift(j.later, offset)) for j in b.anti),
     )
@@ -310,18 +345,16 @@ def _remap_pairs(
     return tuple((_remap(x, places), _remap(y, places)) for x, y in pairs)
 
 
-def _remap_filters(
-    filters: tuple[tuple[frozenset[int], Expr], ...], places: list[int]
-) -> tuple[tuple[frozenset[int], Expr], ...]:
-    return tuple((_remap(s, places), e) for s, e in filters)
+def _remap_filters(filters: tuple[IntervalFilter, ...], places: list[int]) -> tuple[IntervalFilter, ...]:
+    return tuple(replace(f, steps=_remap(f.steps, places)) for f in filters)
 
 
 def _remap_anti(anti: tuple[AntiJoin, ...], places: list[int]) -> tuple[AntiJoin, ...]:
     return tuple(replace(j, steps=_remap(j.steps, places), later=_remap(j.later, places)) for j in anti)
 
 
-def _with_filter(a: Alternative, expr: Expr) -> Alternative:
-    return replace(a, filters=(*a.filters, (frozenset(range(len(a.steps))), expr)))
+def _with_filter(a: Alternative, expr: Expr, scope: frozenset[str]) -> Alternative:
+    return replace(a, filters=(*a.filters, IntervalFilter(_all_steps(a), expr, scope)))
 
 
 # --------------------------------------------------------------------------- alternatives -> automaton
@@ -390,9 +423,10 @@ def _node(
         step=index,
         after=alternative.after[index],
         equal=tuple(pair for pair in alternative.equal if max(pair[0] | pair[1]) == index),
-        filters=tuple(f for f in alternative.filters if max(f[0]) == index),
+        filters=tuple(f for f in alternative.filters if max(f.steps) == index),
         anti=alternative.anti if final else (),
         records=alternative.aux if final else None,
+        auxiliary=alternative.aux is not None,
     )
     label = "+".join(sorted(leaves)) + ("" if alternative.aux is None else f" (aux {alternative.aux})")
     return _Node(atom, spec, final, label)

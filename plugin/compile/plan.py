@@ -7,6 +7,7 @@ from functools import reduce
 
 from rsep.plugin.algebra.events import (
     Conjunction,
+    ConsumptionPolicy,
     Disjunction,
     Equals,
     EqualsOptional,
@@ -23,12 +24,24 @@ from rsep.plugin.algebra.events import (
     Sequence,
     event_children,
 )
-from rsep.plugin.algebra.sparql import BinaryOp, Filter, GraphGraphPattern, GroupPattern, Node
+from rsep.plugin.algebra.sparql import (
+    BGP,
+    IRI,
+    BinaryOp,
+    BNode,
+    Filter,
+    GraphGraphPattern,
+    GroupPattern,
+    Literal,
+    Node,
+    Var,
+)
 from rsep.plugin.compile.automaton import CompileError, compile_automaton
 from rsep.plugin.compile.entailment import entail_pattern
 from rsep.plugin.compile.gpm import GpmPlan, plan_gpm
 from rsep.plugin.compile.intervals import compile_interval_automaton, duration_bound
 from rsep.plugin.nfa.automaton import Automaton
+from rsep.plugin.terms import term_to_nt
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +83,7 @@ def compile_query(query: EventQuery) -> QueryPlan:
         automaton = compile_interval_automaton(
             pattern, index, residuals, within=within, policy=query.consumption
         )
+        automaton = replace(automaton, inputs=tuple(_input_template(g) for g in gpms))
     else:
         variables = {g.name: p.variables for g, p in zip(gpms, plans, strict=True)}
         automaton = compile_automaton(
@@ -153,9 +167,32 @@ def _with_background(pattern: EventPattern, blocks: tuple[GraphGraphPattern, ...
     raise CompileError(f"no mandatory part of {type(pattern).__name__} to join the background knowledge with")
 
 
+def _input_template(gpm: GraphPatternEvent) -> tuple[str, str, str] | None:
+    """The triple pattern a one-triple GPM matches (its consumable input)."""
+    bgps = [e for e in gpm.pattern.elements if isinstance(e, BGP)]
+    if len(bgps) != 1 or len(bgps[0].triples) != 1:
+        return None
+    triple = bgps[0].triples[0]
+    out: list[str] = []
+    for term in (triple.subject, triple.predicate, triple.object):
+        if isinstance(term, Var):
+            out.append(f"?{term.name}")
+        elif isinstance(term, (IRI, Literal, BNode)):
+            out.append(term_to_nt(term))
+        else:
+            return None  # a property path: the whole event is the input
+    return out[0], out[1], out[2]
+
+
 def _partition_key(query: EventQuery, plans: tuple[GpmPlan, ...]) -> tuple[str, ...]:
     """Variables every GPM binds in every solution: runs of different values
-    never interact, so the NFA can run per value (one partition when none)."""
+    never interact, so the NFA can run per value (one partition when none).
+    Under a consuming policy they do interact (an input used by a match in one
+    partition is used up for all), so there is one partition."""
+    if query.consumption is not ConsumptionPolicy.UNRESTRICTED:
+        if query.partition_by:
+            raise CompileError(f"PARTITION BY cannot be combined with the {query.consumption.value} policy")
+        return ()
     shared = frozenset.intersection(*(p.certain for p in plans))
     if not query.partition_by:
         return tuple(sorted(shared))

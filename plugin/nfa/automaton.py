@@ -98,6 +98,22 @@ class AntiJoin:
     steps: frozenset[int]
     relation: Relation
     later: frozenset[int] = frozenset()
+    scope: frozenset[str] | None = None
+    """The mandatory side's variables: compatibility is checked on those
+    bindings only (None: the whole match)."""
+    condition: Expr | None = None
+    """The optional group's FILTER, over both sides (SPARQL's LeftJoin(P1, P2, F))."""
+
+
+@dataclass(frozen=True, slots=True)
+class IntervalFilter:
+    """A FILTER of a group in an interval pattern: checked once the group's
+    `steps` are taken, on the bindings of the group's variables `scope` (a
+    FILTER sees only its own group, SPARQL §18.2.2) and its interval."""
+
+    steps: frozenset[int]
+    expr: Expr
+    scope: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +131,12 @@ class IntervalSpec:
     step: int
     after: frozenset[int] = frozenset()
     equal: tuple[tuple[frozenset[int], frozenset[int]], ...] = ()
-    filters: tuple[tuple[frozenset[int], Expr], ...] = ()
+    filters: tuple[IntervalFilter, ...] = ()
     anti: tuple[AntiJoin, ...] = ()
     records: int | None = None
+    auxiliary: bool = False
+    """A step of an auxiliary (optional or negated) pattern: its runs are not
+    cut by the window, which bounds the reported matches only."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +191,10 @@ class Automaton:
     residuals: tuple[tuple[ResidualFilter, ...], ...]
     within: float | None
     policy: ConsumptionPolicy = ConsumptionPolicy.UNRESTRICTED
+    inputs: tuple[tuple[str, str, str] | None, ...] = ()
+    """Per GPM, what one input is for consuming policies: a triple pattern
+    (N-Triples terms, variables as `?name`) when the GPM matches one triple
+    of an event (EP-SPARQL's triple occurrences), else None: the whole event."""
     """Unrestricted: every run takes every compatible event. Chronological /
     recent (RSEP-QL SEQ^c / SEQ^r with consumption): each event is taken by the
     earliest / latest waiting run only, and the inputs of a match are consumed."""

@@ -23,6 +23,7 @@ from rsep.plugin.nfa.automaton import IntervalSpec, Relation
 from rsep.plugin.terms import literal_nt
 
 Span = tuple[float, float]
+_Predicate = Callable[[Mapping[str, str]], bool]
 Spans = tuple[Span, ...]
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -75,9 +76,9 @@ class IntervalChecks:
 
     def __init__(self, spec: IntervalSpec) -> None:
         self.spec = spec
-        self.filters: list[tuple[frozenset[int], Callable[[Mapping[str, str]], bool]]] = [
-            (steps, compile_filter(map_expr(expr, _time_call))) for steps, expr in spec.filters
-        ]
+        self.filters: list[
+            tuple[frozenset[int], frozenset[str] | None, Callable[[Mapping[str, str]], bool]]
+        ] = [(f.steps, f.scope, compile_filter(map_expr(f.expr, _time_call))) for f in spec.filters]
 
     def admits(self, spans: Spans, start: float) -> bool:
         """SeqJoin: the new step (starting at `start`) begins after the `after` steps end."""
@@ -88,9 +89,9 @@ class IntervalChecks:
         for left, right in self.spec.equal:
             if hull(spans, left) != hull(spans, right):
                 return False
-        for steps, predicate in self.filters:
+        for steps, scope, predicate in self.filters:
             start, end = hull(spans, steps)
-            bound = dict(mapping)
+            bound = dict(mapping) if scope is None else {k: v for k, v in mapping.items() if k in scope}
             bound["__rsep_start"] = datetime_term(start)
             bound["__rsep_end"] = datetime_term(end)
             bound["__rsep_duration"] = duration_term(end - start)

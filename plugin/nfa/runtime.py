@@ -41,6 +41,8 @@ from rsep.plugin.nfa.automaton import (
 from rsep.plugin.nfa.intervals import IntervalChecks, Span, Spans, hull, relation_holds
 
 Mapping_ = dict[str, str]
+Unit = tuple[object, ...]
+"""One consumable input: (event id,) or (event id, subject, predicate, object)."""
 Path = tuple[tuple[int, ...], Any] | None
 """(events taken at one step, parent path): a persistent list, newest first."""
 
@@ -77,7 +79,7 @@ class Match:
 class Run:
     """A partial match waiting in one state."""
 
-    __slots__ = ("last_rank", "mapping", "path", "spans", "start_rank", "start_time", "state")
+    __slots__ = ("last_rank", "mapping", "path", "spans", "start_rank", "start_time", "state", "units")
 
     def __init__(
         self,
@@ -88,6 +90,7 @@ class Run:
         last_rank: int,
         path: Path,
         spans: Spans | None = None,
+        units: tuple[Unit, ...] | None = None,
     ) -> None:
         self.state = state
         self.mapping = mapping
@@ -97,6 +100,8 @@ class Run:
         self.path = path
         self.spans = spans
         """(start, end) of each step taken, for interval patterns only."""
+        self.units = units
+        """The inputs the partial match holds, under consuming policies only."""
 
     def __getstate__(self) -> tuple[object, ...]:
         return (
@@ -154,6 +159,9 @@ class _Candidate:
     pending_reads: frozenset[str] | None
     """The variables the pending filters read; None when one of them is not a
     function of its variables (RAND(), NOW(), ...)."""
+    units: tuple[Unit, ...] = ()
+    """The inputs taken, for consuming policies: (event, GPM, solution) per
+    triple pattern (not the whole event graph, which may hold other inputs)."""
 
 
 SHARE_MIN_RUNS = 8
@@ -239,7 +247,7 @@ class _CandidateIndex:
 class _Step:
     """Everything one timestamp's processing accumulates."""
 
-    __slots__ = ("born", "cache", "consumed", "deferred", "group", "matches", "state")
+    __slots__ = ("born", "cache", "consumed", "deferred", "group", "matches", "state", "units")
 
     def __init__(self, state: NfaState, group: Group) -> None:
         self.state = state
@@ -248,7 +256,9 @@ class _Step:
         self.born: list[Run] = []
         self.matches: dict[tuple[object, ...], Match] = {}
         self.deferred: list[tuple[IntervalSpec, Match, Spans | None]] = []
-        self.consumed: set[int] = set()
+        self.consumed: set[Unit] = set()
+        self.units: dict[int, tuple[Unit, ...]] = {}
+        """Consuming policies: the inputs of each match (by id of the Match)."""
 
 
 class Runtime:
@@ -271,6 +281,7 @@ class Runtime:
         self._touched_by: dict[tuple[int, ...], tuple[State, ...]] = {}
         self._share_pause: dict[int, int] = {}
         self._intervals = {s.id: IntervalChecks(s.interval) for s in automaton.states if s.interval}
+        self._conditions: dict[AntiJoin, Callable[[Mapping[str, str]], bool]] = {}
         self._selective = automaton.policy is not ConsumptionPolicy.UNRESTRICTED
 
     def new_state(self) -> NfaState:
@@ -299,10 +310,6 @@ class Runtime:
                 state.runs[state_id] = alive
             else:
                 del state.runs[state_id]
-        if self.within is not None:
-            horizon = time - self.within
-            for aux, remembered in list(state.history.items()):
-                state.history[aux] = [(m, span) for m, span in remembered if span[1] >= horizon]
         state.last_rank = max(state.last_rank, rank)
         return state
 
@@ -316,11 +323,11 @@ class Runtime:
                 state.runs[spec.id] = self._advance_runs(spec, runs, step)
         for spec in self._initial:
             for cand in self._matches(spec.atom, group, step.cache):
-                if step.consumed and not step.consumed.isdisjoint(cand.events):
+                if step.consumed and not step.consumed.isdisjoint(cand.units):
                     continue
                 mapping = _checked(cand, {})
                 if mapping is not None:
-                    self._spawn(spec, None, cand.events, mapping, step)
+                    self._spawn(spec, None, cand, mapping, step)
         for run in step.born:
             state.runs.setdefault(run.state, []).append(run)
         self._resolve_anti_joins(step)
@@ -346,7 +353,7 @@ class Runtime:
         guards: list[_Outcomes] | None = None
         keep: list[Run] = []
         # Attributes read into locals: the loop below runs for every run at every group.
-        within, max_gap, rank, time = self.within, spec.max_gap, group.rank, group.time
+        within, max_gap, rank, time = self._within(spec), spec.max_gap, group.rank, group.time
         next_only = spec.strategy is SelectionStrategy.SKIP_TILL_NEXT
         for run in runs:
             # self._alive(spec, run, rank, time), inlined
@@ -357,7 +364,7 @@ class Runtime:
             took = False
             for check in checks if index is None else index.meeting(run.mapping):
                 joined = check.join(run.mapping)
-                if joined is not None and self._spawn(spec, run, check.cand.events, joined, step):
+                if joined is not None and self._spawn(spec, run, check.cand, joined, step):
                     took = True
             if spec.guards:
                 if guards is None:
@@ -382,15 +389,15 @@ class Runtime:
         order = sorted(alive, key=_run_age, reverse=self.automaton.policy is ConsumptionPolicy.RECENT)
         taken: set[int] = set()
         for cand in self._matches(spec.atom, group, step.cache):
-            if step.consumed and not step.consumed.isdisjoint(cand.events):
+            if step.consumed and not step.consumed.isdisjoint(cand.units):
                 continue
             for run in order:
                 if id(run) in taken:
                     continue
                 joined = _checked(cand, _without(run.mapping, spec.rebind))
-                if joined is not None and self._spawn(spec, run, cand.events, joined, step):
+                if joined is not None and self._spawn(spec, run, cand, joined, step):
                     taken.add(id(run))
-                    step.consumed.update(cand.events)
+                    step.consumed.update(cand.units)
                     break
         return [r for r in alive if id(r) not in taken]
 
@@ -413,8 +420,14 @@ class Runtime:
         if 4 * distinct > 3 * lookups:
             self._share_pause[spec.id] = SHARE_PAUSE
 
+    def _within(self, spec: State) -> float | None:
+        """The window, except for auxiliary patterns: an optional side's
+        solution may block a match however long before it ended."""
+        return None if spec.interval is not None and spec.interval.auxiliary else self.within
+
     def _alive(self, spec: State, run: Run, rank: int, time: float) -> bool:
-        if self.within is not None and time - run.start_time > self.within:
+        within = self._within(spec)
+        if within is not None and time - run.start_time > within:
             return False
         return spec.max_gap is None or rank <= run.last_rank + spec.max_gap
 
@@ -427,15 +440,16 @@ class Runtime:
         return [_Outcomes(cand, frozenset(), share) for cand in matches]
 
     def _spawn(
-        self, spec: State, parent: Run | None, events: tuple[int, ...], mapping: Mapping_, step: _Step
+        self, spec: State, parent: Run | None, cand: _Candidate, mapping: Mapping_, step: _Step
     ) -> bool:
         """Move `parent` (None: a new run) past `spec` with the candidate's
         events; report, remember or defer a completed match. False if the
         take is not allowed after all (window, interval conditions)."""
-        group = step.group
+        group, events = step.group, cand.events
         start_time = group.time if parent is None else parent.start_time
         start_rank = group.rank if parent is None else parent.start_rank
-        if self.within is not None and group.time - start_time > self.within:
+        within = self._within(spec)
+        if within is not None and group.time - start_time > within:
             return False
         spans = None
         checks = self._intervals.get(spec.id)
@@ -449,10 +463,15 @@ class Runtime:
                 return False
             start_time = min(start_time, begin)
         path: Path = (events, None if parent is None else parent.path)
+        units = None
+        if self._selective:
+            units = (*(parent.units or () if parent is not None else ()), *cand.units)
         for target in spec.after_take:
-            step.born.append(Run(target, mapping, start_time, start_rank, group.rank, path, spans))
+            step.born.append(Run(target, mapping, start_time, start_rank, group.rank, path, spans, units))
         if spec.accepting:
-            self._accept(spec, path, start_time, start_rank, mapping, spans, step)
+            match = self._accept(spec, path, start_time, start_rank, mapping, spans, step)
+            if units is not None:
+                step.units[id(match)] = units
         return True
 
     def _accept(
@@ -464,32 +483,46 @@ class Runtime:
         mapping: Mapping_,
         spans: Spans | None,
         step: _Step,
-    ) -> None:
+    ) -> Match:
         interval = spec.interval
-        if interval is not None and interval.records is not None:
-            assert spans is not None
-            remembered = (mapping, (start_time, step.group.time))
-            step.state.history.setdefault(interval.records, []).append(remembered)
-            return
         match = Match(_unwind(path), start_time, step.group.time, start_rank, step.group.rank, mapping)
         if interval is not None and interval.anti:
             step.deferred.append((interval, match, spans))
+        elif interval is not None and interval.records is not None:
+            step.state.history.setdefault(interval.records, []).append(
+                (mapping, (start_time, step.group.time))
+            )
         else:
-            step.matches.setdefault((match.events, tuple(sorted(mapping.items()))), match)
+            self._report(match, step)
+        return match
+
+    def _report(self, match: Match, step: _Step) -> None:
+        """Interval patterns report sets of <mapping, start, end> (EP-SPARQL
+        §4.2): the same solution from other occurrences is reported once."""
+        if self._intervals:
+            key: tuple[object, ...] = (match.start_time, match.end_time, tuple(sorted(match.mapping.items())))
+        else:
+            key = (match.events, tuple(sorted(match.mapping.items())))
+        step.matches.setdefault(key, match)
 
     def _resolve_anti_joins(self, step: _Step) -> None:
         """Matches with anti-joins, once the whole timestamp is in: an optional
         side ending at this very timestamp (EQUALSOPTIONAL) counts too. A match
         with an open anti-join (NO_TAIL) waits in `pending` for `settle`."""
-        for interval, match, spans in step.deferred:
+        # Inner auxiliary patterns first: their solutions are what outer anti-joins read.
+        order = sorted(step.deferred, key=lambda d: -1 if d[0].records is None else -d[0].records)
+        for interval, match, spans in order:
             assert spans is not None
             closed = [anti for anti in interval.anti if not anti.relation.open]
             if any(self._blocked(anti, match, spans, step.state) for anti in closed):
                 continue
-            if len(closed) < len(interval.anti):
+            if interval.records is not None:
+                remembered = (match.mapping, (match.start_time, match.end_time))
+                step.state.history.setdefault(interval.records, []).append(remembered)
+            elif len(closed) < len(interval.anti):
                 step.state.pending.append((interval, match, spans))
             else:
-                step.matches.setdefault((match.events, tuple(sorted(match.mapping.items()))), match)
+                self._report(match, step)
 
     def settle(self, state: NfaState, time: float) -> list[Match]:
         """The pending matches (open anti-joins, CQELS-CEP NO_TAIL) that no
@@ -505,26 +538,38 @@ class Runtime:
         state.pending = kept
         return sorted((match for _, match, _ in kept), key=Match.key)
 
-    @staticmethod
     def _blocked(
-        anti: AntiJoin, match: Match, spans: Spans, state: NfaState, until: float | None = None
+        self, anti: AntiJoin, match: Match, spans: Spans, state: NfaState, until: float | None = None
     ) -> bool:
         if anti.relation is Relation.WITHIN_GAP:
             mandatory = (hull(spans, anti.steps)[1], hull(spans, anti.later)[0])
         else:
             mandatory = hull(spans, anti.steps)
-        return any(
-            (until is None or span[1] <= until)
-            and relation_holds(anti.relation, span, mandatory)
-            and _join(match.mapping, remembered) is not None
-            for remembered, span in state.history.get(anti.aux, ())
-        )
+        base = match.mapping if anti.scope is None else _only(match.mapping, anti.scope)
+        condition = self._condition(anti)
+        for remembered, span in state.history.get(anti.aux, ()):
+            if until is not None and span[1] > until:
+                continue
+            if not relation_holds(anti.relation, span, mandatory):
+                continue
+            joined = _join(base, remembered)
+            if joined is not None and (condition is None or condition(joined)):
+                return True
+        return False
+
+    def _condition(self, anti: AntiJoin) -> Callable[[Mapping[str, str]], bool] | None:
+        if anti.condition is None:
+            return None
+        found = self._conditions.get(anti)
+        if found is None:
+            found = self._conditions[anti] = compile_filter(anti.condition)
+        return found
 
     def _consume(self, state: NfaState, step: _Step) -> None:
         """Inputs of a reported match are used up: no run may still hold them."""
-        used = {event for match in step.matches.values() for event in match.events}
+        used = {unit for match in step.matches.values() for unit in step.units.get(id(match), ())}
         for state_id, runs in list(state.runs.items()):
-            kept = [run for run in runs if used.isdisjoint(_unwind(run.path))]
+            kept = [run for run in runs if used.isdisjoint(run.units or ())]
             if kept:
                 state.runs[state_id] = kept
             else:
@@ -558,6 +603,14 @@ class Runtime:
                 break
         return joined
 
+    def _unit(self, gpm: int, event: int, mapping: Mapping[str, str]) -> Unit:
+        """The input a GPM row stands for: the triple it matched, or the event."""
+        inputs = self.automaton.inputs
+        template = inputs[gpm] if gpm < len(inputs) else None
+        if template is None:
+            return (event,)
+        return (event, *(_instantiate(term, mapping) for term in template))
+
     def _gpm_matches(self, gpm: int, group: Group) -> list[_Candidate]:
         residuals = self._residuals[gpm]
         out: list[_Candidate] = []
@@ -574,7 +627,8 @@ class Runtime:
                     pending.append(predicate)
                     reads = reads | variables if pure and reads is not None else None
             if ok:
-                out.append(_Candidate((event,), dict(mapping), tuple(pending), reads))
+                units: tuple[Unit, ...] = (self._unit(gpm, event, mapping),) if self._selective else ()
+                out.append(_Candidate((event,), dict(mapping), tuple(pending), reads, units))
         return out
 
 
@@ -615,7 +669,7 @@ def _conj(a: _Candidate, b: _Candidate) -> _Candidate | None:
         return None
     events = a.events + tuple(e for e in b.events if e not in a.events)
     reads = None if a.pending_reads is None or b.pending_reads is None else a.pending_reads | b.pending_reads
-    return _Candidate(events, joined, a.pending + b.pending, reads)
+    return _Candidate(events, joined, a.pending + b.pending, reads, a.units + b.units)
 
 
 _IMPURE = frozenset({"RAND", "NOW", "UUID", "STRUUID", "BNODE"})
@@ -634,6 +688,14 @@ def _pure(expr: object) -> bool:
     if is_dataclass(expr):
         return all(_pure(getattr(expr, f.name)) for f in fields(expr))
     return True
+
+
+def _instantiate(term: str, mapping: Mapping[str, str]) -> str:
+    return mapping.get(term[1:], term) if term.startswith("?") else term
+
+
+def _only(mapping: Mapping_, names: frozenset[str]) -> Mapping_:
+    return {k: v for k, v in mapping.items() if k in names}
 
 
 def _without(mapping: Mapping_, names: frozenset[str]) -> Mapping_:

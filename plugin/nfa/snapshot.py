@@ -14,7 +14,7 @@ from typing import Any
 
 from rsep.plugin.nfa.runtime import NfaState, Path, Run
 
-VERSION = 2
+VERSION = 3
 
 
 def encode(states: Mapping[Any, NfaState]) -> tuple[object, ...]:
@@ -34,7 +34,7 @@ def encode(states: Mapping[Any, NfaState]) -> tuple[object, ...]:
         return parent
 
     def run(r: Run) -> tuple[object, ...]:
-        return (r.state, r.mapping, r.start_time, r.start_rank, r.last_rank, ref(r.path), r.spans)
+        return (r.state, r.mapping, r.start_time, r.start_rank, r.last_rank, ref(r.path), r.spans, r.units)
 
     encoded = [
         (key, nfa.last_rank, nfa.history, [(sid, [run(r) for r in runs]) for sid, runs in nfa.runs.items()])
@@ -55,8 +55,8 @@ def decode(data: tuple[Any, ...]) -> dict[Any, NfaState]:
         nfa = NfaState(last_rank=last_rank, history=history)
         for sid, runs in runs_by_state:
             nfa.runs[sid] = [
-                Run(s, mapping, start_time, start_rank, last, None if path < 0 else nodes[path], spans)
-                for s, mapping, start_time, start_rank, last, path, spans in runs
+                Run(s, mapping, start_time, start_rank, last, None if path < 0 else nodes[path], spans, units)
+                for s, mapping, start_time, start_rank, last, path, spans, units in runs
             ]
         states[key] = nfa
     return states

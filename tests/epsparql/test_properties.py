@@ -25,7 +25,6 @@ from collections import Counter
 from collections.abc import Sequence
 
 import pyoxigraph
-import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
@@ -133,7 +132,6 @@ SCOPE_EXAMPLE = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason="rsep bugs on some shapes: see test_disagreements.py (A-E)")
 @fast(50)
 @example(*SCOPE_EXAMPLE)
 @given(S.patterns(EVERYTHING), S.streams())
@@ -203,9 +201,6 @@ def test_downward_compatibility(data: st.DataObject):
     downward_compatible(pattern, data.draw(one_timestamp()), data.draw(projections(pattern)))
 
 
-@pytest.mark.xfail(
-    strict=True, reason="FILTER scope, OPTIONAL's FILTER, OPTIONAL scope (test_disagreements A-C)"
-)
 @fast(50)
 @example(
     LeftJoin(TP("?x", p, "?y"), TP("?x", q, "?z"), "?z != ?y"),
@@ -264,7 +259,6 @@ def test_selective_policies_use_every_input_once(pattern: Pattern, events: list[
     inputs_used_once(pattern, events)
 
 
-@pytest.mark.xfail(strict=True, reason="consumption is per partition key (test_disagreements F)")
 @fast(50)
 @example(
     Bin("SEQ", TP("?x", p, "?y"), TP("?y", p, "?z")),
@@ -313,7 +307,6 @@ def same_answer_when_graphs_split(pattern: Pattern, events: list[Event]) -> None
         assert canonical(rsep_or_skip(query, events, policy=policy)) == canonical(split), policy
 
 
-@pytest.mark.xfail(strict=True, reason="rsep consumes whole graphs, not triples (test_disagreements G)")
 @fast(50)
 @example(
     Bin("SEQ", TP("?x", p, "?y"), TP("?x", q, "?z")),
