@@ -164,10 +164,11 @@ class InProcessEngine:
             slot = self._slots.get(query_id)
         if slot is None:
             return None
-        runner = slot.runner
-        position = runner.position if runner is not None else slot.query.start
-        events = runner.state.event_count if runner is not None else 0
-        matches = runner.state.match_count if runner is not None else 0
+        with slot.lock:  # a step moves the position before its graphs are written: wait for both
+            runner = slot.runner
+            position = runner.position if runner is not None else slot.query.start
+            events = runner.state.event_count if runner is not None else 0
+            matches = runner.state.match_count if runner is not None else 0
         state = FAILED if slot.error else RUNNING if self.running else WAITING
         return QueryProgress(state, position, events, matches, slot.error)
 

@@ -1,11 +1,13 @@
-"""`POST /queries?entailment=rdfs` on the endpoint (Flask test client, in-process engine): the
-option is validated, persisted with the registration and used again after a restart, and a
-schema update through SPARQL Update on /sparql between two events changes the answer for the
-events processed after it, not before."""
+"""`POST /queries?entailment=rdfs` on the endpoint (Flask test client; the in-process engine, and
+the Spark streaming engine for the schema update): the option is validated, persisted with the
+registration and used again after a restart, and a schema update through SPARQL Update on /sparql
+between two events changes the answer for the events processed after it, not before."""
 
 from __future__ import annotations
 
 import gc
+
+import pytest
 
 from rsep.endpoint.app import create_app
 from rsep.plugin.store.rdfio import read_event_file
@@ -77,16 +79,20 @@ def test_an_unknown_regime_names_the_parameter(app):
     assert service(app).registry.all() == []
 
 
-def test_a_schema_update_between_two_events_changes_the_answer(app):
+@pytest.mark.parametrize("engine", ["inprocess", pytest.param("spark", marks=pytest.mark.spark)])
+def test_a_schema_update_between_two_events_changes_the_answer(make_app, request, engine):
+    if engine == "spark":
+        request.getfixturevalue("spark")  # the session-scoped SparkSession, which the engine joins
+    app = make_app(RSEP_ENGINE=engine, RSEP_MASTER="local[2]")
     client = app.test_client()
     update(client, schema_v1())
     query = register(client)
     ingest(client, "first.trig", "a")  # ann a Manager: a Manager is not a Person yet
-    wait_for(caught_up(app))
+    wait_for(caught_up(app), timeout=120)
     assert matched(client, query["iri"]) == []
     update(client, (CASE / "update.ru").read_text(encoding="utf-8"))  # Manager ⊑ Employee
     ingest(client, "second.trig", "b")  # bob a Manager, processed under the new schema
-    wait_for(caught_up(app))
+    wait_for(caught_up(app), timeout=120)
     assert matched(client, query["iri"]) == ["http://example.org/org#bob"]
 
 

@@ -243,4 +243,5 @@ def test_the_scratch_copy_covers_every_field_of_the_nfa_state():
     state = NfaState(runs={1: []}, last_rank=3, history={0: [({"x": "1"}, (1.0, 2.0))]}, pending=[])
     copied = _scratch_copy(state)
     assert {f.name for f in fields(NfaState)} == {"runs", "last_rank", "history", "pending"}
-    assert copied == state and copied.history is not state.history and copied.history[0] is not state.history[0]
+    assert copied == state
+    assert copied.history is not state.history and copied.history[0] is not state.history[0]
