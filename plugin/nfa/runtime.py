@@ -164,6 +164,10 @@ class _Candidate:
     triple pattern (not the whole event graph, which may hold other inputs)."""
 
 
+def _arrival(cand: _Candidate) -> tuple[tuple[int, ...], list[tuple[str, str]]]:
+    return cand.events, sorted(cand.mapping.items())
+
+
 SHARE_MIN_RUNS = 8
 """Below this many runs in a state, sharing outcomes (`_Outcomes`) costs more than it saves."""
 SHARE_PAUSE = 32
@@ -388,7 +392,9 @@ class Runtime:
         alive = [r for r in runs if self._alive(spec, r, group.rank, group.time)]
         order = sorted(alive, key=_run_age, reverse=self.automaton.policy is ConsumptionPolicy.RECENT)
         taken: set[int] = set()
-        for cand in self._matches(spec.atom, group, step.cache):
+        # inputs at one timestamp are taken in arrival order, whatever order the GPM stage
+        # returned its rows in (Oxigraph's is unspecified; Spark's shuffle keeps none)
+        for cand in sorted(self._matches(spec.atom, group, step.cache), key=_arrival):
             if step.consumed and not step.consumed.isdisjoint(cand.units):
                 continue
             for run in order:
