@@ -5,6 +5,9 @@ replays a query over finite event files and prints every match. Failures
 print nothing on stdout and exit 2 with one line on stderr that says where:
 `QUERY_FILE:line:col: ...` for a bad query, the file and position for bad data.
 
+`rsep post URL --stream IRI=FILE ... [--token T] [--batch N]` posts event files to a running
+endpoint, merged by time.
+
 `rsep serve [--host H] [--port P] [--data DIR] [--master URL] [--engine E] [--token T]` runs the
 endpoint under waitress, says where it listens in one line on stderr, and stops cleanly on
 SIGTERM or SIGINT.
@@ -83,7 +86,32 @@ def build_parser() -> argparse.ArgumentParser:
                            help="spark (default), or inprocess: the same runtime without Spark")  # fmt: skip
     serve_cmd.add_argument("--token", help="require Authorization: Bearer TOKEN on every request but /")
     serve_cmd.set_defaults(handler=_serve)
+    post_cmd = commands.add_parser("post", help="post event files to a running endpoint, merged by time")
+    post_cmd.add_argument("url", metavar="URL", help="the endpoint, e.g. http://127.0.0.1:7878/")
+    post_cmd.add_argument("--stream", type=_stream, action="append", required=True, metavar="IRI=FILE",
+                          help="events of the stream IRI, TriG or N-Quads")  # fmt: skip
+    post_cmd.add_argument("--token", help="sent as Authorization: Bearer TOKEN")
+    post_cmd.add_argument("--batch", type=_positive, default=500, help="events per request (default 500)")
+    post_cmd.set_defaults(handler=_post)
     return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _post(args: argparse.Namespace) -> int:
+    from rsep.endpoint.post import PostRequest, post
+
+    accepted = post(PostRequest(args.url, args.stream, args.token, args.batch))
+    sys.stderr.write(f"rsep: {accepted} events accepted by {args.url}\n")
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:

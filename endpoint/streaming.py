@@ -25,6 +25,7 @@ from flask import Flask, current_app
 from rsep.endpoint.resources import Resources
 from rsep.grammar import parse_event_query
 from rsep.plugin.algebra.events import ConsumptionPolicy
+from rsep.plugin.compile.automaton import CompileError
 from rsep.plugin.compile.plan import QueryPlan, compile_query
 from rsep.plugin.log import EventLog
 from rsep.plugin.service.checkpoint import CheckpointStore
@@ -33,6 +34,7 @@ from rsep.plugin.service.inprocess import InProcessEngine
 from rsep.plugin.service.registry import RegisteredQuery, Registry
 from rsep.plugin.store.gpm import GpmEvaluator
 from rsep.plugin.store.matches import OxigraphMatchSink
+from rsep.plugin.windows.plan import is_window_query
 
 EXTENSION = "rsep.streaming"
 SHUTDOWN = "rsep.shutdown"
@@ -146,6 +148,11 @@ def compile_text(
     """Parse and compile a continuous query; raises `SparqlSyntaxError` (with
     the position, source `query`), `CompileError` or `ValueError`."""
     query = parse_event_query(text, source="query", dialect=dialect)
+    if is_window_query(query):
+        raise CompileError(
+            "window queries (C-SPARQL and CQELS windows) cannot be registered on the endpoint yet: "
+            "replay them with `rsep run`"
+        )
     if policy is not None:
         query = replace(query, consumption=ConsumptionPolicy(policy))
     if entailment is not None:

@@ -35,7 +35,8 @@ from lark.tree import Meta
 from lark.visitors import v_args
 
 from rsep.grammar.csparql import check_window, parse_duration
-from rsep.grammar.sparql_transformer import QueryParts, SparqlTransformer, StaticSemanticsError
+from rsep.grammar.sparql_transformer import QueryParts, StaticSemanticsError
+from rsep.grammar.window_forms import WindowQueryForms
 from rsep.plugin.algebra.events import (
     CQELS,
     ConstructForm,
@@ -173,7 +174,7 @@ class _Clauses:
         return self.sequence(elements)
 
 
-class CqelsTransformer(SparqlTransformer):
+class CqelsTransformer(WindowQueryForms):
     """One method per rule cqels.lark adds or overrides."""
 
     def __init__(self, base_iri: str | None = None) -> None:
@@ -285,24 +286,6 @@ class CqelsTransformer(SparqlTransformer):
         return node
 
     # ------------------------------------------------------------------ query forms
-
-    @v_args(meta=True)
-    def select_query(self, meta: Meta, children: list[Any]) -> EventQuery:
-        parts = QueryParts.collect(children)
-        clause = parts.select
-        assert clause is not None and parts.where is not None
-        self.check_projection(clause, parts.where, parts.modifiers)
-        return self._query(SelectForm(clause.projection, clause.distinct), parts, meta)
-
-    @v_args(meta=True)
-    def construct_query(self, meta: Meta, children: list[Any]) -> EventQuery:
-        parts = QueryParts.collect(children)
-        assert parts.template is not None
-        return self._query(ConstructForm(parts.template), parts, meta)
-
-    @v_args(meta=True)
-    def ask_query(self, meta: Meta, children: list[Any]) -> EventQuery:
-        return self._query(SelectForm((), distinct=True), QueryParts.collect(children), meta)
 
     def finish_query(self, form: Any, prologue: Prologue, values: InlineData | None) -> Any:
         if values is not None:

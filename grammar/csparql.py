@@ -21,6 +21,7 @@ from lark.tree import Meta
 from lark.visitors import v_args
 
 from rsep.grammar.sparql_transformer import QueryParts, SparqlTransformer, StaticSemanticsError
+from rsep.grammar.window_forms import WindowQueryForms
 from rsep.plugin.algebra.events import (
     CSPARQL,
     TIMESTAMP_FUNCTION,
@@ -67,7 +68,7 @@ class _Stream:
     decl: StreamDecl
 
 
-class CsparqlTransformer(SparqlTransformer):
+class CsparqlTransformer(WindowQueryForms):
     """One method per rule csparql.lark adds or overrides."""
 
     def built_in_call(self, children: list[Any]) -> Expr:
@@ -111,24 +112,6 @@ class CsparqlTransformer(SparqlTransformer):
             return query
         self._check_every(register, query)
         return replace(query, name=register.name)
-
-    @v_args(meta=True)
-    def select_query(self, meta: Meta, children: list[Any]) -> EventQuery:
-        parts = QueryParts.collect(children)
-        clause = parts.select
-        assert clause is not None and parts.where is not None
-        self.check_projection(clause, parts.where, parts.modifiers)
-        return self._query(SelectForm(clause.projection, clause.distinct), parts, meta)
-
-    @v_args(meta=True)
-    def construct_query(self, meta: Meta, children: list[Any]) -> EventQuery:
-        parts = QueryParts.collect(children)
-        assert parts.template is not None
-        return self._query(ConstructForm(parts.template), parts, meta)
-
-    @v_args(meta=True)
-    def ask_query(self, meta: Meta, children: list[Any]) -> EventQuery:
-        return self._query(SelectForm((), distinct=True), QueryParts.collect(children), meta)
 
     def _query(self, form: SelectForm | ConstructForm, parts: QueryParts, meta: Meta) -> EventQuery:
         streams = [e.decl for e in parts.extras if isinstance(e, _Stream)]

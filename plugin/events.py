@@ -9,13 +9,16 @@ core free of any RDF library.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from rsep.plugin.algebra.sparql import XSD
+from rsep.plugin.terms import literal_nt
 
 XSD_DATETIME = XSD + "dateTime"
 XSD_DATETIMESTAMP = XSD + "dateTimeStamp"
+PROV_GENERATED_AT = "http://www.w3.org/ns/prov#generatedAtTime"
 _INTEGER_TYPES = frozenset(
     XSD + name
     for name in (
@@ -99,6 +102,27 @@ class GraphEvent:
     """For derived events (EP-SPARQL CONSTRUCT rules), the start of the interval
     they span; `time` is its end. None for ordinary, instantaneous events."""
 
+    def nquads(self) -> str:
+        """The event as a client posts it: its triples in its graph, and its timestamp
+        (`prov:generatedAtTime`) in the default graph, as N-Quads."""
+        body = "".join(f"{line[:-2]} {self.name} .\n" for line in self.ntriples.splitlines() if line.strip())
+        return body + f"{self.name} <{PROV_GENERATED_AT}> {timestamp_nt(self.time)} .\n"
+
     @property
     def begins(self) -> Timestamp:
         return self.time if self.start is None else self.start
+
+
+def timestamp_nt(time: Timestamp) -> str:
+    """A timestamp as a typed literal: xsd:dateTime, or the number's datatype
+    as its lexical form reads (integer, decimal or double)."""
+    if not time.numeric:
+        return literal_nt(time.lexical, XSD_DATETIME)
+    lexical = time.lexical.strip()
+    if re.fullmatch(r"[+-]?\d+", lexical):
+        datatype = "integer"
+    elif re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+)", lexical):
+        datatype = "decimal"
+    else:
+        datatype = "double"
+    return literal_nt(lexical, XSD + datatype)

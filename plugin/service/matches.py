@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from rsep.plugin.algebra.events import ConstructForm, QueryForm
-from rsep.plugin.algebra.sparql import XSD
-from rsep.plugin.events import XSD_DATETIME, Timestamp
+from rsep.plugin.events import XSD_DATETIME, Timestamp, timestamp_nt
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.results import instantiate
 from rsep.plugin.terms import iri_nt, literal_nt
@@ -138,18 +136,3 @@ def match_graph(
         triples = instantiate(form.template, match.mapping, iri.rsplit(":", 1)[-1])
     return MatchGraph(iri, query_iri, events[0].time, events[-1].time, detected, derived,
                       tuple(variables), dict(bindings), triples)  # fmt: skip
-
-
-def timestamp_nt(time: Timestamp) -> str:
-    """A timestamp as a typed literal: xsd:dateTime, or the number's datatype
-    as its lexical form reads (integer, decimal or double)."""
-    if not time.numeric:
-        return literal_nt(time.lexical, XSD_DATETIME)
-    lexical = time.lexical.strip()
-    if re.fullmatch(r"[+-]?\d+", lexical):
-        datatype = "integer"
-    elif re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+)", lexical):
-        datatype = "decimal"
-    else:
-        datatype = "double"
-    return literal_nt(lexical, XSD + datatype)

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from rsep.plugin.events import GraphEvent, Timestamp, TimestampError
+from rsep.plugin.events import PROV_GENERATED_AT, GraphEvent, Timestamp, TimestampError
 
-PROV_GENERATED_AT = "http://www.w3.org/ns/prov#generatedAtTime"
 _GENERATED_AT = ox.NamedNode(PROV_GENERATED_AT)
 EVENT_FORMATS = {".trig": ox.RdfFormat.TRIG, ".nq": ox.RdfFormat.N_QUADS, ".nquads": ox.RdfFormat.N_QUADS}
 KB_FORMATS = {

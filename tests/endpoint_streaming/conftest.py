@@ -15,7 +15,6 @@ from flask import Flask
 from rsep.endpoint.app import create_app
 from rsep.endpoint.streaming import Streaming
 from rsep.plugin.events import GraphEvent
-from rsep.plugin.service.matches import timestamp_nt
 from rsep.plugin.store.rdfio import load_into, read_event_file
 from tests.paths import REPO
 
@@ -25,7 +24,6 @@ SMART_GRID_STREAMS = {
     "http://smartgrid.org/weather": SMART_GRID / "weather.trig",
     "http://smartgrid.org/storageSource": SMART_GRID / "storage.trig",
 }
-PROV_GENERATED_AT = "http://www.w3.org/ns/prov#generatedAtTime"
 
 
 def config(data: Path, **overrides: Any) -> dict[str, Any]:
@@ -106,8 +104,7 @@ def load_kb(app: Flask) -> None:
 
 def nquads_of(event: GraphEvent) -> str:
     """An event as the N-Quads a client posts (graph + prov:generatedAtTime)."""
-    body = event.ntriples.replace(" .\n", f" {event.name} .\n")
-    return body + f"{event.name} <{PROV_GENERATED_AT}> {timestamp_nt(event.time)} .\n"
+    return event.nquads()
 
 
 def smart_grid_events() -> list[GraphEvent]:

@@ -58,6 +58,15 @@ def test_post_bad_query_reports_position(app):
     assert service(app).registry.all() == []
 
 
+def test_a_window_query_is_refused_with_the_reason(app):
+    window = """REGISTER QUERY q AS SELECT (COUNT(?s) AS ?n)
+FROM STREAM <http://ex.org/s> [RANGE 10s STEP 5s] WHERE { ?s ?p ?o }"""
+    response = register(app.test_client(), window)
+    assert response.status_code == 400
+    assert "window queries (C-SPARQL and CQELS windows) cannot" in response.get_data(as_text=True)
+    assert service(app).registry.all() == []
+
+
 def test_post_with_a_policy_registers_it(app):
     response = register(app.test_client(), query_string="policy=chronological")
     assert response.status_code == 201

@@ -22,7 +22,7 @@ import pytest
 
 from rsep.plugin.log import LogRecord
 from rsep.plugin.service.matches import match_iri
-from tests.endpoint_streaming.conftest import nquads_of
+from tests.endpoint_streaming.conftest import SMART_GRID, SMART_GRID_STREAMS, nquads_of
 from tests.endpoint_streaming.test_results_and_push import synthetic_events
 from tests.paths import REPO
 from tests.service.support import QUERIES, plan_of, reference
@@ -154,3 +154,48 @@ def test_sse_through_waitress_and_a_sigkill_in_the_middle(tmp_path):
         assert int(counted) == len(everything)
     finally:
         assert server.terminate() == 0  # SIGTERM: the shutdown hook ends the open event stream
+
+
+def _rsep(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "rsep.endpoint.cli", *args]
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+def test_rsep_post_replays_files_into_a_running_endpoint_in_time_order(tmp_path):
+    """The smart-grid files, posted as three streams by `rsep post` (merged by time, in
+    requests of at most 2 events), give the match `rsep run` finds; posting them again is
+    refused whole (older than what was accepted), and a broken file is refused before any
+    request, with its position."""
+    data, log = tmp_path / "data", tmp_path / "server.log"
+    streams = [f"--stream={iri}={path}" for iri, path in SMART_GRID_STREAMS.items()]
+    server = Server(data, log)
+    try:
+        query = (SMART_GRID / "query.rq").read_bytes()
+        status, registered = server.request("POST", "/queries", query, "application/sparql-query")
+        assert status == 201
+        kb = (SMART_GRID / "kb.trig").read_bytes()
+        assert server.request("POST", "/store", kb, "application/trig")[0] in (200, 201, 204)
+        posted = _rsep("post", server.base, *streams, "--batch", "2")
+        assert posted.returncode == 0, posted.stderr
+        assert posted.stderr.strip() == f"rsep: 8 events accepted by {server.base}"
+        deadline = time.monotonic() + 30
+        while server.get(f"/queries/{registered['id']}")["matches"] < 1:
+            assert time.monotonic() < deadline, "no match"
+            time.sleep(0.1)
+        replayed = _rsep("run", str(SMART_GRID / "query.rq"), "--engine", "inprocess",
+                         *streams, "--kb", str(SMART_GRID / "kb.trig"))  # fmt: skip
+        assert server.get(f"/queries/{registered['id']}")["matches"] == len(replayed.stdout.splitlines()) == 1
+
+        again = _rsep("post", server.base, *streams)
+        assert again.returncode == 2 and again.stdout == ""
+        assert "is older than the newest accepted event" in again.stderr
+        assert "(0 events accepted before this request)" in again.stderr
+
+        broken = tmp_path / "broken.trig"
+        broken.write_text("<urn:g> { <urn:s> <urn:p> }\n")
+        bad = _rsep("post", server.base, f"--stream=urn:s={broken}")
+        assert bad.returncode == 2 and bad.stderr.startswith(f"{broken}:1:")
+        read = server.get(f"/queries/{registered['id']}")
+        assert (read["position"], read["events"], read["matches"]) == (8, 8, 1)  # nothing more came in
+    finally:
+        assert server.terminate() == 0
