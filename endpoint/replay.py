@@ -119,7 +119,7 @@ def run(request: RunRequest) -> RunResult | WindowRun:
     if request.rules or isinstance(query.form, ConstructForm):
         return run_closure(request, plan, kb, events)
     matches = replay(plan, kb, events, request.engine, request.master)
-    solutions = Projector(plan).solutions(matches, [n.event for n in events])
+    solutions = Projector.for_plan(plan).solutions(matches, [n.event for n in events])
     return RunResult(plan, events, matches, solutions)
 
 
@@ -138,7 +138,7 @@ def run_closure(
     closure = Closure(plans, [GpmEvaluator(p.gpms, kb) for p in plans])
     matches, by_id = closure.run(events)
     ordered = [by_id[i] for i in range(max(by_id, default=-1) + 1)]
-    solutions = Projector(plan).solutions(matches[-1], ordered)
+    solutions = Projector.for_plan(plan).solutions(matches[-1], ordered)
     return RunResult(plan, events, matches[-1], solutions)
 
 

@@ -24,7 +24,7 @@ from lark.tree import Meta
 from lark.visitors import v_args
 
 from rsep.grammar.sparql_transformer import QueryParts, SparqlTransformer, StaticSemanticsError
-from rsep.plugin.algebra.analysis import expr_vars, pattern_vars
+from rsep.plugin.algebra.analysis import expr_vars, map_expr, pattern_vars
 from rsep.plugin.algebra.events import (
     DURATION_FUNCTION,
     END_TIME_FUNCTION,
@@ -50,6 +50,7 @@ from rsep.plugin.algebra.events import (
 from rsep.plugin.algebra.sparql import (
     BGP,
     IRI,
+    Aggregate,
     BinaryOp,
     Expr,
     Filter,
@@ -60,6 +61,9 @@ from rsep.plugin.algebra.sparql import (
     Node,
     OptionalPattern,
     Prologue,
+    SelectQuery,
+    SolutionModifiers,
+    SubSelect,
     UnionPattern,
 )
 
@@ -133,9 +137,12 @@ class EpsparqlTransformer(SparqlTransformer):
             raise self.fail("FROM and FROM NAMED do not apply to EP-SPARQL: use GRAPH <kb> { ... }", meta)
         assert parts.where is not None
         state = _Translation()
-        where = parts.where
-        while len(where.elements) == 1 and isinstance(where.elements[0], GroupPattern):
-            where = where.elements[0]  # `WHERE { P }` is `WHERE P`: P is the top level
+        where = _top_level(parts.where)
+        projection = None
+        if len(where.elements) == 1 and isinstance(where.elements[0], SubSelect):
+            sub = where.elements[0].query
+            self._check_sub_select(sub, meta)
+            where, projection = _top_level(sub.where), sub.projection
         pattern = self._translate(where, state, top=True)
         return EventQuery(
             dialect=EPSPARQL,
@@ -143,7 +150,21 @@ class EpsparqlTransformer(SparqlTransformer):
             streams=(),
             where=GroupPattern((MatchElement(pattern), *state.background, *state.late_filters)),
             modifiers=parts.modifiers,
+            solution_projection=projection,
         )
+
+    def _check_sub_select(self, sub: SelectQuery, meta: Meta) -> None:
+        """A sub-SELECT as the whole WHERE (rule (5)) projects and computes per solution; what
+        would need the set of all solutions (grouping, ordering, slicing) has no place there."""
+        aggregated = any(p.expr is not None and _has_aggregate(p.expr) for p in sub.projection or ())
+        if sub.distinct or sub.reduced or sub.modifiers != SolutionModifiers() or aggregated:
+            raise self.fail(
+                "a sub-SELECT in an EP-SPARQL query computes per solution: DISTINCT, REDUCED, "
+                "aggregates, GROUP BY, HAVING, ORDER BY, LIMIT and OFFSET do not apply",
+                meta,
+            )
+        if sub.values is not None or sub.dataset:
+            raise self.fail("a sub-SELECT in an EP-SPARQL query takes no VALUES and no FROM", meta)
 
     # ------------------------------------------------------------------ translation
 
@@ -176,6 +197,8 @@ class EpsparqlTransformer(SparqlTransformer):
             raise self.fail(
                 "GRAPH <kb> { ... } may only appear at the top level of an EP-SPARQL pattern", element
             )
+        if isinstance(element, SubSelect):
+            raise self.fail("a sub-SELECT may only be the whole WHERE of an EP-SPARQL query", element)
         raise self.fail(f"{type(element).__name__} is not supported in an EP-SPARQL event pattern", element)
 
     def _triple_event(self, triple: Any, state: _Translation) -> GraphPatternEvent:
@@ -245,3 +268,23 @@ def _uses_time(expr: Expr) -> bool:
             _uses_time(a) for a in expr.args
         )
     return any(_uses_time(getattr(expr, n)) for n in ("left", "right", "operand") if hasattr(expr, n))
+
+
+def _top_level(where: GroupPattern) -> GroupPattern:
+    """`WHERE { P }` is `WHERE P`: P is the top level."""
+    while len(where.elements) == 1 and isinstance(where.elements[0], GroupPattern):
+        where = where.elements[0]
+    return where
+
+
+def _has_aggregate(expr: Expr) -> bool:
+    found: list[Aggregate] = []
+
+    def visit(node: Expr) -> Expr | None:
+        if isinstance(node, Aggregate):
+            found.append(node)
+            return node
+        return None
+
+    map_expr(expr, visit)
+    return bool(found)

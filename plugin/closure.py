@@ -25,7 +25,7 @@ from rsep.plugin.events import GraphEvent
 from rsep.plugin.nfa import snapshot
 from rsep.plugin.nfa.runtime import Match, NfaState, Runtime
 from rsep.plugin.replay import GpmEvaluatorLike, Key, NumberedEvent, groups_by_key
-from rsep.plugin.results import instantiate, match_label
+from rsep.plugin.results import Projector
 
 DERIVED_STREAM = "urn:rsep:derived"
 MAX_ROUNDS = 32
@@ -43,6 +43,7 @@ class _Query:
     states: dict[Key, NfaState]
     matches: list[Match]
     feeds_back: bool
+    projector: Projector
 
 
 class Closure:
@@ -57,7 +58,13 @@ class Closure:
     ) -> None:
         self.queries = [
             _Query(
-                plan, Runtime(plan.automaton), evaluator, {}, [], isinstance(plan.query.form, ConstructForm)
+                plan,
+                Runtime(plan.automaton),
+                evaluator,
+                {},
+                [],
+                isinstance(plan.query.form, ConstructForm),
+                Projector.for_plan(plan),
             )
             for plan, evaluator in zip(plans, evaluators, strict=True)
         ]
@@ -120,7 +127,7 @@ class Closure:
             if not query.feeds_back or not isinstance(form, ConstructForm):
                 continue
             for match in matches:
-                triples = instantiate(form.template, match.mapping, match_label(match))
+                triples = query.projector.construct(match)
                 start = min((self.events[i].begins for i in match.events), key=lambda t: t.seconds)
                 key = (triples, start.seconds)
                 if not triples or key in known or key in fresh:

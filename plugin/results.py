@@ -15,8 +15,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rsep.plugin.algebra.events import ConstructForm, SelectForm
-from rsep.plugin.algebra.sparql import IRI, XSD_STRING, BNode, Literal, TriplePattern, Var
+from rsep.plugin.algebra.events import ConstructForm, QueryForm, SelectForm
+from rsep.plugin.algebra.sparql import IRI, XSD_STRING, BNode, Literal, Projection, TriplePattern, Var
 from rsep.plugin.compile.plan import QueryPlan
 from rsep.plugin.events import GraphEvent
 from rsep.plugin.expr import ExprError, compile_expr
@@ -35,34 +35,56 @@ class Solution:
     """CONSTRUCT: the instantiated template; None for SELECT."""
 
 
+Column = tuple[str, Callable[[Mapping[str, str]], str] | None]
+
+
+def _columns(projection: Sequence[Projection]) -> list[Column]:
+    return [(p.var.name, None if p.expr is None else compile_expr(p.expr)) for p in projection]
+
+
+def _apply(columns: Sequence[Column], mapping: Mapping[str, str]) -> dict[str, str]:
+    row: dict[str, str] = {}
+    for name, compute in columns:
+        if compute is None:
+            if name in mapping:
+                row[name] = mapping[name]
+            continue
+        with contextlib.suppress(ExprError):  # an error leaves it unbound (SPARQL 1.1 §18.2.4.1)
+            row[name] = compute({**mapping, **row})
+    return row
+
+
 class Projector:
     """SELECT's projection applied to matches, `(expr AS ?v)` included; with
-    DISTINCT, a projected row is reported the first time only."""
+    DISTINCT, a projected row is reported the first time only. A sub-SELECT's
+    projection (`EventQuery.solution_projection`) applies first, for SELECT and
+    CONSTRUCT alike."""
 
-    def __init__(self, plan: QueryPlan) -> None:
-        self.names = plan.output_vars
-        form = plan.query.form
+    def __init__(
+        self, names: Sequence[str], form: QueryForm, solution_projection: Sequence[Projection] | None = None
+    ) -> None:
+        self.names = tuple(names)
         self.template = form.template if isinstance(form, ConstructForm) else None
         self.distinct = isinstance(form, SelectForm) and form.distinct
-        self._columns: list[tuple[str, Callable[[Mapping[str, str]], str] | None]] = []
+        inner = solution_projection
+        self._inner = None if inner is None else _columns(inner)
         projection = form.projection if isinstance(form, SelectForm) else None
         if projection is None:
-            self._columns = [(name, None) for name in self.names]
+            self._columns: list[Column] = [(name, None) for name in self.names]
         else:
-            self._columns = [
-                (p.var.name, None if p.expr is None else compile_expr(p.expr)) for p in projection
-            ]
+            self._columns = _columns(projection)
         self._seen: set[tuple[tuple[str, str], ...]] = set()
 
+    @classmethod
+    def for_plan(cls, plan: QueryPlan) -> Projector:
+        return cls(plan.output_vars, plan.query.form, plan.query.solution_projection)
+
+    def solution(self, mapping: Mapping[str, str]) -> Mapping[str, str]:
+        """A match's mapping as the query form sees it (through the sub-SELECT, if any)."""
+        return mapping if self._inner is None else _apply(self._inner, mapping)
+
     def project(self, mapping: Mapping[str, str]) -> dict[str, str] | None:
-        row: dict[str, str] = {}
-        for name, compute in self._columns:
-            if compute is None:
-                if name in mapping:
-                    row[name] = mapping[name]
-                continue
-            with contextlib.suppress(ExprError):  # an error leaves it unbound (SPARQL 1.1 §18.2.4.1)
-                row[name] = compute({**mapping, **row})
+        row = _apply(self._columns, self.solution(mapping))
         if self.distinct:
             key = tuple(sorted(row.items()))
             if key in self._seen:
@@ -70,12 +92,18 @@ class Projector:
             self._seen.add(key)
         return row
 
+    def construct(self, match: Match, label: str | None = None) -> tuple[tuple[str, str, str], ...]:
+        """CONSTRUCT: the template instantiated with the match (blank nodes named after `label`,
+        by default the match's own)."""
+        assert self.template is not None
+        return instantiate(self.template, self.solution(match.mapping), label or match_label(match))
+
     def solutions(self, matches: Iterable[Match], events: Sequence[GraphEvent]) -> list[Solution]:
         out = []
         for match in matches:
             contributing = tuple(events[i] for i in match.events)
             if self.template is not None:
-                triples = instantiate(self.template, match.mapping, match_label(match))
+                triples = self.construct(match)
                 out.append(Solution(match, contributing, {}, triples))
                 continue
             row = self.project(match.mapping)

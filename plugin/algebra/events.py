@@ -397,6 +397,10 @@ class EventQuery(Node):
     """Entailment regime the patterns match under (`rdfs`; None: simple, the graphs as stored).
     A query option, not syntax: `rsep run --entailment`, `POST /queries?entailment=`
     (rsep.plugin.compile.entailment)."""
+    solution_projection: tuple[Projection, ...] | None = None
+    """A sub-SELECT's projection between the pattern and the form (EP-SPARQL rule (5):
+    `CONSTRUCT {...} WHERE { SELECT ((?n + 1) AS ?m) WHERE { P } }`): every solution of `where`
+    is projected, expressions computed, before the form sees it. None: no sub-SELECT."""
 
     @property
     def event_pattern(self) -> EventPattern | None:

@@ -99,6 +99,8 @@ def _query_lines(query: EventQuery) -> list[str]:
     if query.partition_by:
         lines.append("PARTITION BY " + " ".join(f"?{v.name}" for v in query.partition_by))
     lines.append(f"CONSUMPTION {query.consumption.value}")
+    if query.solution_projection is not None:
+        lines.append("PROJECT " + " ".join(f"?{p.var.name}" for p in query.solution_projection))
     for element in query.where.elements:
         lines += _lines(element, 0)
     return lines

@@ -62,6 +62,8 @@ class QueryPlan:
         form = self.query.form
         if isinstance(form, SelectForm) and form.projection is not None:
             return tuple(p.var.name for p in form.projection)
+        if self.query.solution_projection is not None:  # `SELECT *` over a sub-SELECT
+            return tuple(p.var.name for p in self.query.solution_projection)
         names = sorted(set().union(*(g.variables for g in self.gpms)))
         return tuple(n for n in names if not n.startswith("__"))
 

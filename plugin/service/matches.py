@@ -17,11 +17,11 @@ import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from rsep.plugin.algebra.events import ConstructForm, QueryForm
 from rsep.plugin.events import XSD_DATETIME, Timestamp, timestamp_nt
 from rsep.plugin.nfa.runtime import Match
-from rsep.plugin.results import instantiate
+from rsep.plugin.results import Projector
 from rsep.plugin.terms import iri_nt, literal_nt
 
 RSEP = "https://w3id.org/rsep#"
@@ -32,6 +32,18 @@ MATCHES_GRAPH = "urn:rsep:matches"
 MATCH_IRI_PREFIX = "urn:rsep:match:"
 EVENT_IRI_PREFIX = "urn:rsep:event:"
 _HASH_CHARS = 32
+
+
+class ResultGraph(Protocol):
+    """What the sink writes and listeners receive: a match graph, or a window query's
+    evaluation graph (rsep.plugin.service.window_graphs)."""
+
+    @property
+    def iri(self) -> str: ...
+
+    def nquads(self) -> str: ...
+
+    def record(self) -> dict[str, object]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,16 +135,15 @@ def match_graph(
     query_iri: str,
     match: Match,
     events: Sequence[EventRef],
-    variables: Sequence[str],
+    projector: Projector,
     bindings: Mapping[str, str],
     detected: str,
-    form: QueryForm,
 ) -> MatchGraph:
     """The graph of one projected match; `events` in the match's order."""
     iri = match_iri(query_id, match)
     derived = tuple(dict.fromkeys(e.iri for e in events))
     triples = None
-    if isinstance(form, ConstructForm):
-        triples = instantiate(form.template, match.mapping, iri.rsplit(":", 1)[-1])
+    if projector.template is not None:
+        triples = projector.construct(match, iri.rsplit(":", 1)[-1])
     return MatchGraph(iri, query_iri, events[0].time, events[-1].time, detected, derived,
-                      tuple(variables), dict(bindings), triples)  # fmt: skip
+                      tuple(projector.names), dict(bindings), triples)  # fmt: skip

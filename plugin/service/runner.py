@@ -90,7 +90,7 @@ class QueryRunner:
         self.state = state if state is not None else RunnerState(position=query.start)
         self.clock = clock or (lambda: Timestamp.now().lexical)
         self._streams = frozenset(plan.streams)
-        self._projector = Projector(plan)
+        self._projector = Projector.for_plan(plan)
         # DISTINCT's memory must survive restarts, so it lives in RunnerState.
         self._distinct = self._projector.distinct
         self._projector.distinct = False
@@ -218,9 +218,8 @@ class QueryRunner:
                     continue
                 self.state.seen.add(key)
             refs = [_ref(self.state.events[i]) for i in match.events]
-            names = self._projector.names
-            form = self.plan.query.form
-            graphs.append(match_graph(self.query.id, self.query.iri, match, refs, names, row, detected, form))
+            query = self.query
+            graphs.append(match_graph(query.id, query.iri, match, refs, self._projector, row, detected))
         return graphs
 
     def _prune(self) -> None:

@@ -518,8 +518,8 @@ class SparkStreamingEngine:
         self, slot: _Slot, found: list[tuple[Match, list[EventRef]]]
     ) -> tuple[list[MatchGraph], bool]:
         """`QueryRunner._graphs` over the batch's matches in detection order."""
-        projector, plan, query = slot.projector, slot.plan, slot.query
-        assert projector is not None and plan is not None
+        projector, query = slot.projector, slot.query
+        assert projector is not None
         graphs = []
         moved = False
         detected = self.clock()
@@ -533,8 +533,7 @@ class SparkStreamingEngine:
                     continue
                 slot.seen.add(key)
                 moved = True
-            graphs.append(match_graph(query.id, query.iri, match, refs, projector.names, row, detected,
-                                      plan.query.form))  # fmt: skip
+            graphs.append(match_graph(query.id, query.iri, match, refs, projector, row, detected))
         return graphs, moved
 
     # ------------------------------------------------------------------ slots
@@ -609,7 +608,7 @@ def engine_session(spark: SparkSession, state_partitions: int) -> SparkSession:
 def _project(slot: _Slot, plan: QueryPlan) -> None:
     """The slot's projection; DISTINCT's memory is the slot's own, so that it
     is checkpointed with the driver's state and survives restarts."""
-    slot.projector = Projector(plan)
+    slot.projector = Projector.for_plan(plan)
     slot.distinct = slot.projector.distinct
     slot.projector.distinct = False
 

@@ -66,7 +66,7 @@ def run_plan(case: str, plan: QueryPlan) -> str:
     events = number_events(read_streams(plan, req.streams))
     matches = Replay(plan, GpmEvaluator(plan.gpms, kb)).run(events)
     return "".join(
-        jsonl_line(s) + "\n" for s in Projector(plan).solutions(matches, [n.event for n in events])
+        jsonl_line(s) + "\n" for s in Projector.for_plan(plan).solutions(matches, [n.event for n in events])
     )
 
 

@@ -46,7 +46,7 @@ def replay_one_by_one(kb: KnowledgeBase, before: str = "", update=None) -> list[
         if numbered.event.name == f"<{M}{before}>" and update is not None:
             update()
         matches.extend(replay.process_batch([numbered]))
-    solutions = Projector(plan).solutions(matches, [n.event for n in events])
+    solutions = Projector.for_plan(plan).solutions(matches, [n.event for n in events])
     return [json.loads(jsonl_line(s)) for s in solutions]
 
 

@@ -24,5 +24,5 @@ def test_spark_finds_the_entailed_matches(spark, case):
     req = request(case, "rdfs")
     events = number_events(read_streams(plan, req.streams))
     matches = SparkReplay(plan, load_kb(req.kb), spark, batch_size=2).run(events)
-    solutions = Projector(plan).solutions(matches, [n.event for n in events])
+    solutions = Projector.for_plan(plan).solutions(matches, [n.event for n in events])
     assert "".join(jsonl_line(s) + "\n" for s in solutions) == expected(case, "rdfs")

@@ -10,6 +10,7 @@ from rsep.plugin.algebra.events import ConstructForm, SelectForm
 from rsep.plugin.algebra.sparql import IRI, BNode, Literal, TriplePattern, Var
 from rsep.plugin.events import Timestamp
 from rsep.plugin.nfa.runtime import Match
+from rsep.plugin.results import Projector
 from rsep.plugin.service.matches import (
     MATCHES_GRAPH,
     EventRef,
@@ -55,7 +56,8 @@ def graph_of(match: Match, form=SELECT, variables=("house", "fare", "city"), **k
         (3, "<urn:e3>", 10, "10", True), (7, "<urn:e7>", 20, "20", True)
     )
     bindings = {k: v for k, v in match.mapping.items() if k in variables}
-    return match_graph(QID, QIRI, match, events, variables, bindings, "2026-11-22T10:00:01Z", form)
+    projector = Projector(variables, form)
+    return match_graph(QID, QIRI, match, events, projector, bindings, "2026-11-22T10:00:01Z")
 
 
 def select(kb: KnowledgeBase, query: str) -> list[dict[str, str]]:
@@ -187,10 +189,9 @@ def test_purge_drops_a_querys_graphs_and_their_metadata(kb):
         other_query,
         a_match(),
         events,
-        ("house",),
+        Projector(("house",), SELECT),
         bindings,
         "2026-11-22T10:00:01Z",
-        SELECT,
     )
     sink.write([*mine, other])
     assert sink.purge(QIRI) == 3
