@@ -16,13 +16,14 @@ from typing import Any
 from flask import Blueprint, Flask, Response, jsonify, request, url_for
 
 from rsep.endpoint.errors import BadRequest, NotFound, UnsupportedMediaType
-from rsep.endpoint.streaming import Streaming, compile_text, streaming
+from rsep.endpoint.streaming import WINDOWS_NEED_INPROCESS, Streaming, compile_text, streaming
 from rsep.grammar import DIALECTS
 from rsep.plugin.algebra.events import ConsumptionPolicy
 from rsep.plugin.compile.automaton import CompileError
 from rsep.plugin.compile.entailment import REGIMES
 from rsep.plugin.service.listeners import Subscription
 from rsep.plugin.service.registry import RegisteredQuery
+from rsep.plugin.windows.plan import WindowPlan
 
 bp = Blueprint("queries", __name__)
 
@@ -33,8 +34,12 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 @bp.post("/queries")
 def register() -> tuple[Response, int, dict[str, str]]:
-    text = _query_text()
-    options = _options()
+    return register_text(_query_text(), request_options())
+
+
+def register_text(text: str, options: dict[str, str]) -> tuple[Response, int, dict[str, str]]:
+    """Compile and register a continuous query (POST /queries, and a C-SPARQL `REGISTER`
+    posted to /sparql): 201 with its Location, or a 400 before anything is stored."""
     service = streaming()
     start = _start(service)
     try:
@@ -46,6 +51,8 @@ def register() -> tuple[Response, int, dict[str, str]]:
         )
     except CompileError as error:
         raise BadRequest(str(error), parameter="query") from None
+    if isinstance(plan, WindowPlan) and not service.windows:  # checked before the engine sees it
+        raise BadRequest(WINDOWS_NEED_INPROCESS, parameter="query")
     query = service.registry.create(text, plan.query.dialect.name, plan.streams, start, options)
     try:
         service.engine.register(query)
@@ -127,7 +134,8 @@ def _query_text() -> str:
     return text
 
 
-def _options() -> dict[str, str]:
+def request_options() -> dict[str, str]:
+    """The registration options of the request's URL parameters, validated."""
     options: dict[str, str] = {}
     policy = request.args.get("policy")
     if policy is not None:

@@ -12,12 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from flask import Blueprint, Flask, Response, request
+from flask import Blueprint, Flask, Response, make_response, request
 from lark import Tree
 from werkzeug.datastructures import CombinedMultiDict, MultiDict
 
 from rsep.endpoint.errors import BadRequest, UnsupportedMediaType, error_response
 from rsep.endpoint.negotiation import content_type, negotiate_request, parse_content_type
+from rsep.endpoint.queries import register_text, request_options
 from rsep.endpoint.resources import resources
 from rsep.grammar import SparqlSyntaxError, parse_event_query, parse_query, parse_update
 from rsep.grammar.parser import SPARQL_GRAMMAR, get_parser
@@ -160,13 +161,20 @@ def _offers(query: Query) -> tuple[str, ...]:
 def _event_query_response(text: str) -> Response | None:
     """What /sparql answers to a continuous (event) query, or None if `text` is not one.
 
-    Continuous queries are registered with POST /queries, which streams their matches; /sparql
-    only says so for now. This is the one place to change if /sparql should register them."""
+    A C-SPARQL `REGISTER QUERY|STREAM name AS ...` posted here is registered as by POST
+    /queries (same options, same answer); other event queries are registered with POST
+    /queries, which this answer says."""
     try:
-        parse_event_query(text, source="query", base_iri=request.base_url)
+        query = parse_event_query(text, source="query", base_iri=request.base_url)
     except ValueError:  # SparqlSyntaxError, or a dialect's own rejection
         return None
-    message = "this is a continuous event query, which /sparql does not run: register it with POST /queries"
+    if query.name is not None and request.method == "POST":
+        return make_response(register_text(text, request_options()))
+    message = (
+        "a REGISTER query changes the service: send it with POST"
+        if query.name is not None
+        else "this is a continuous event query, which /sparql does not run: register it with POST /queries"
+    )
     return error_response(BadRequest(message, parameter="query"))
 
 

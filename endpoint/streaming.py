@@ -5,7 +5,9 @@ continuous queries and the engine that runs them, shared by /streams and
 `init_app` creates them from the configuration:
 
 - `RSEP_ENGINE`: `inprocess`, or `spark` (the Spark streaming engine; the
-  in-process one, with a warning, where pyspark or Java is missing);
+  in-process one, with a warning, where pyspark or Java is missing). Window
+  queries (C-SPARQL, CQELS) run on the in-process engine only: with Spark,
+  registering one is a 400 saying so (`Streaming.windows`);
 - `RSEP_START_STREAMING` (default True): start the engine with the app;
 - `RSEP_CHECKPOINT_INTERVAL` (seconds, default 1.0; 0 checkpoints after
   every batch) and `RSEP_SSE_HEARTBEAT` (seconds, default 15).
@@ -34,8 +36,13 @@ from rsep.plugin.service.inprocess import InProcessEngine
 from rsep.plugin.service.registry import RegisteredQuery, Registry
 from rsep.plugin.store.gpm import GpmEvaluator
 from rsep.plugin.store.matches import OxigraphMatchSink
-from rsep.plugin.windows.plan import is_window_query
+from rsep.plugin.store.windows import OxigraphWindows
+from rsep.plugin.windows.plan import WindowPlan, WindowPlanError, is_window_query, plan_windows
 
+WINDOWS_NEED_INPROCESS = (
+    "window queries (C-SPARQL and CQELS windows) run on the in-process engine only: "
+    "start the endpoint with `rsep serve --engine inprocess` (RSEP_ENGINE=inprocess)"
+)
 EXTENSION = "rsep.streaming"
 SHUTDOWN = "rsep.shutdown"
 STOP_TIMEOUT = 30.0
@@ -49,6 +56,8 @@ class Streaming:
     sink: OxigraphMatchSink
     engine: StreamingEngine
     heartbeat: float
+    windows: bool = True
+    """Does the engine run window queries (C-SPARQL, CQELS)? The in-process engine does."""
     ingest_lock: threading.Lock = field(default_factory=threading.Lock)
     """Serialises ingest requests (arrival times and blank-node scopes need the log's state)."""
 
@@ -74,6 +83,7 @@ def _inprocess(parts: EngineParts) -> StreamingEngine:
         parts.sink,
         compile_registered,
         lambda plan: GpmEvaluator(plan.gpms, kb),
+        window_evaluators=lambda plan: OxigraphWindows(plan, kb),
         checkpoint_interval=float(parts.app.config.get("RSEP_CHECKPOINT_INTERVAL", 1.0)),
     )
 
@@ -100,7 +110,7 @@ def _spark(parts: EngineParts) -> StreamingEngine:
         parts.registry,
         parts.checkpoints,
         parts.sink,
-        compile_registered,
+        compile_event_query,
         parts.resources.kb,
         master=str(parts.app.config.get("RSEP_MASTER", "local[*]")),
         trigger_interval=float(parts.app.config.get("RSEP_SPARK_TRIGGER_INTERVAL", 0.1)),
@@ -120,7 +130,8 @@ def init_app(app: Flask) -> None:
     sink = OxigraphMatchSink(found.kb)
     engine = _make_engine(EngineParts(app, found, log, registry, checkpoints, sink))
     heartbeat = float(app.config.get("RSEP_SSE_HEARTBEAT", 15.0))
-    app.extensions[EXTENSION] = Streaming(log, registry, checkpoints, sink, engine, heartbeat)
+    windows = isinstance(engine, InProcessEngine)
+    app.extensions[EXTENSION] = Streaming(log, registry, checkpoints, sink, engine, heartbeat, windows)
     app.extensions.setdefault(SHUTDOWN, []).append(lambda: engine.stop(STOP_TIMEOUT))
     if app.config.get("RSEP_START_STREAMING", True):
         engine.start()
@@ -144,25 +155,37 @@ def streaming() -> Streaming:
 
 def compile_text(
     text: str, *, dialect: str | None = None, policy: str | None = None, entailment: str | None = None
-) -> QueryPlan:
-    """Parse and compile a continuous query; raises `SparqlSyntaxError` (with
-    the position, source `query`), `CompileError` or `ValueError`."""
+) -> QueryPlan | WindowPlan:
+    """Parse and compile a continuous query: an event pattern to its NFA plan, a window query
+    (C-SPARQL, CQELS) to its window plan. Raises `SparqlSyntaxError` (with the position, source
+    `query`), `CompileError` or `ValueError`."""
     query = parse_event_query(text, source="query", dialect=dialect)
-    if is_window_query(query):
-        raise CompileError(
-            "window queries (C-SPARQL and CQELS windows) cannot be registered on the endpoint yet: "
-            "replay them with `rsep run`"
-        )
-    if policy is not None:
-        query = replace(query, consumption=ConsumptionPolicy(policy))
     if entailment is not None:
         query = replace(query, entailment=entailment)
+    if is_window_query(query):
+        if policy not in (None, ConsumptionPolicy.UNRESTRICTED.value):
+            raise CompileError("policy applies to event patterns, not to window queries (C-SPARQL, CQELS)")
+        try:
+            return plan_windows(query)
+        except WindowPlanError as error:
+            raise CompileError(str(error)) from None
+    if policy is not None:
+        query = replace(query, consumption=ConsumptionPolicy(policy))
     return compile_query(query)
 
 
-def compile_registered(query: RegisteredQuery) -> QueryPlan:
-    """The engine's `QueryCompiler`: a registration compiled as it was registered."""
+def compile_registered(query: RegisteredQuery) -> QueryPlan | WindowPlan:
+    """The in-process engine's `PlanCompiler`: a registration compiled as it was registered."""
     options = query.options
     return compile_text(
         query.text, dialect=query.dialect, policy=options.get("policy"), entailment=options.get("entailment")
     )
+
+
+def compile_event_query(query: RegisteredQuery) -> QueryPlan:
+    """The Spark engine's `QueryCompiler`: event patterns only (a window query registered under the
+    in-process engine fails with the reason after a restart on Spark)."""
+    plan = compile_registered(query)
+    if isinstance(plan, WindowPlan):
+        raise CompileError(WINDOWS_NEED_INPROCESS)
+    return plan

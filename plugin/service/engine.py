@@ -22,20 +22,30 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from rsep.plugin.compile.plan import QueryPlan
 from rsep.plugin.log import LogRecord
 from rsep.plugin.replay import GpmEvaluatorLike
 from rsep.plugin.service.listeners import MatchListeners
-from rsep.plugin.service.matches import MatchGraph
+from rsep.plugin.service.matches import ResultGraph
 from rsep.plugin.service.registry import RegisteredQuery
+from rsep.plugin.windows.plan import WindowPlan
+from rsep.plugin.windows.runtime import WindowEvaluator
 
 QueryCompiler = Callable[[RegisteredQuery], QueryPlan]
 """Text -> plan, injected by the endpoint (the core never imports the grammar)."""
 
+PlanCompiler = Callable[[RegisteredQuery], QueryPlan | WindowPlan]
+"""Text -> an event-pattern plan (NFA) or a window plan (C-SPARQL, CQELS)."""
+
 EvaluatorFactory = Callable[[QueryPlan], GpmEvaluatorLike]
 """A GPM stage for a plan (the Oxigraph evaluator over the shared knowledge base)."""
+
+WindowEvaluatorFactory = Callable[[WindowPlan], WindowEvaluator]
+"""The store side of a window plan (rsep.plugin.store.windows.OxigraphWindows)."""
+
+G = TypeVar("G", bound=ResultGraph)
 
 RUNNING = "running"
 WAITING = "waiting"
@@ -60,7 +70,7 @@ class QueryProgress:
 class MatchSink(Protocol):
     """Where match graphs go (the Oxigraph store in both engines)."""
 
-    def write(self, graphs: Sequence[MatchGraph]) -> list[MatchGraph]:
+    def write(self, graphs: Sequence[G]) -> list[G]:
         """Write all graphs that do not exist yet in ONE transaction; returns
         those created, in the given order (each IRI once)."""
         ...
@@ -76,6 +86,28 @@ class MatchSink(Protocol):
     def purge(self, query_iri: str) -> int:
         """Drop the graphs a query generated and their metadata; returns how many."""
         ...
+
+
+class RunnerCounts(Protocol):
+    event_count: int
+    match_count: int
+
+
+class Runner(Protocol):
+    """One query's step over log records: `QueryRunner` (event patterns, on the NFA) or
+    `WindowRunner` (window queries)."""
+
+    @property
+    def state(self) -> RunnerCounts: ...
+
+    @property
+    def position(self) -> int: ...
+
+    def step(self, records: Sequence[LogRecord]) -> Sequence[ResultGraph]: ...
+
+    def snapshot(self) -> bytes: ...
+
+    def created(self, count: int) -> None: ...
 
 
 class StreamingEngine(Protocol):

@@ -3,9 +3,10 @@ registered query over the event log (the `StreamingEngine` protocol).
 
 The thread wakes when the endpoint reports appended events (`notify`) or
 after `poll_interval`. Queries that reached the same log position share one
-read of the new records; each one's `QueryRunner.step` turns them into match
-graphs, which the sink writes (one transaction per query and batch, existing
-graphs skipped) before the created ones are published to listeners. Every
+read of the new records; each one's `QueryRunner.step` (`WindowRunner.step`
+for C-SPARQL and CQELS window queries) turns them into match graphs, which
+the sink writes (one transaction per query and batch, existing graphs
+skipped) before the created ones are published to listeners. Every
 `checkpoint_interval` seconds (0: after every batch) the sink is flushed and
 each runner that moved is checkpointed, so a checkpoint never covers a graph
 that is not durable. After a crash the queries resume from their checkpoints
@@ -23,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 
+from rsep.plugin.compile.plan import QueryPlan
 from rsep.plugin.log import EventLog, LogRecord
 from rsep.plugin.service.checkpoint import CheckpointStore
 from rsep.plugin.service.engine import (
@@ -31,12 +33,16 @@ from rsep.plugin.service.engine import (
     WAITING,
     EvaluatorFactory,
     MatchSink,
-    QueryCompiler,
+    PlanCompiler,
     QueryProgress,
+    Runner,
+    WindowEvaluatorFactory,
 )
 from rsep.plugin.service.listeners import MatchListeners
 from rsep.plugin.service.registry import ACTIVE, QUERY_IRI_PREFIX, RegisteredQuery, Registry
 from rsep.plugin.service.runner import QueryRunner
+from rsep.plugin.service.window_runner import WindowRunner
+from rsep.plugin.windows.plan import WindowPlan
 
 logger = logging.getLogger("rsep.service")
 
@@ -46,7 +52,7 @@ class _Slot:
     """A registered query as the engine holds it."""
 
     query: RegisteredQuery
-    runner: QueryRunner | None
+    runner: Runner | None
     error: str | None = None
     removed: bool = False
     dirty: bool = False
@@ -62,9 +68,10 @@ class InProcessEngine:
         registry: Registry,
         checkpoints: CheckpointStore,
         sink: MatchSink,
-        compiler: QueryCompiler,
+        compiler: PlanCompiler,
         evaluators: EvaluatorFactory,
         *,
+        window_evaluators: WindowEvaluatorFactory | None = None,
         checkpoint_interval: float = 1.0,
         poll_interval: float = 1.0,
         max_batch: int = 10_000,
@@ -77,6 +84,7 @@ class InProcessEngine:
         self.sink = sink
         self.compiler = compiler
         self.evaluators = evaluators
+        self.window_evaluators = window_evaluators
         self.checkpoint_interval = checkpoint_interval
         self.poll_interval = poll_interval
         self.max_batch = max_batch
@@ -139,8 +147,7 @@ class InProcessEngine:
     # ------------------------------------------------------------------ queries
 
     def register(self, query: RegisteredQuery) -> None:
-        plan = self.compiler(query)
-        runner = QueryRunner(query, plan, self.evaluators(plan), clock=self.clock)
+        runner = self._runner(query, self.compiler(query), None)
         self._add(_Slot(query, runner, dirty=True))
         self._wake.set()
 
@@ -263,10 +270,10 @@ class InProcessEngine:
             plan = self.compiler(query)
             snapshot = self.checkpoints.load(query.id)
             try:
-                runner = QueryRunner.restore(query, plan, self.evaluators(plan), snapshot, self.clock)
+                runner = self._runner(query, plan, snapshot)
             except Exception:
                 logger.exception("query %s: unreadable checkpoint, replaying from its start", query.id)
-                runner = QueryRunner(query, plan, self.evaluators(plan), clock=self.clock)
+                runner = self._runner(query, plan, None)
             # graphs created after the checkpoint are not replayed as new: count what exists
             runner.state.match_count = self.sink.count(query.iri)
         except Exception as error:
@@ -276,6 +283,14 @@ class InProcessEngine:
         if query.status != ACTIVE:
             self.registry.set_status(query.id, ACTIVE)
         return _Slot(query, runner)
+
+    def _runner(self, query: RegisteredQuery, plan: QueryPlan | WindowPlan, snapshot: bytes | None) -> Runner:
+        """The runner of a query's plan: the NFA's, or the window runtime's (C-SPARQL, CQELS)."""
+        if isinstance(plan, WindowPlan):
+            if self.window_evaluators is None:
+                raise ValueError("this engine was started without window queries (C-SPARQL, CQELS)")
+            return WindowRunner.restore(query, plan, self.window_evaluators(plan), snapshot, self.clock)
+        return QueryRunner.restore(query, plan, self.evaluators(plan), snapshot, self.clock)
 
     def _add(self, slot: _Slot) -> None:
         with self._lock:

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import TypeVar
 
 import pyoxigraph as ox
 
-from rsep.plugin.service.matches import MATCHES_GRAPH, PROV, MatchGraph
+from rsep.plugin.service.matches import MATCHES_GRAPH, PROV, ResultGraph
 from rsep.plugin.store.gpm import KnowledgeBase
 
 _MATCHES = ox.NamedNode(MATCHES_GRAPH)
 _GENERATED_BY = ox.NamedNode(PROV + "wasGeneratedBy")
+G = TypeVar("G", bound=ResultGraph)
 
 
 class OxigraphMatchSink:
@@ -29,10 +31,10 @@ class OxigraphMatchSink:
         self.kb = kb
         self._lock = threading.Lock()
 
-    def write(self, graphs: Sequence[MatchGraph]) -> list[MatchGraph]:
+    def write(self, graphs: Sequence[G]) -> list[G]:
         store = self.kb.store
         with self._lock:
-            fresh: dict[str, MatchGraph] = {}
+            fresh: dict[str, G] = {}
             for graph in graphs:
                 if graph.iri not in fresh and not store.contains_named_graph(ox.NamedNode(graph.iri)):
                     fresh[graph.iri] = graph

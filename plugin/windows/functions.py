@@ -92,3 +92,19 @@ def extent(window: Window, times: Sequence[int], t: int, origin: int) -> Extent:
         return landmark(times, t, origin)
     assert isinstance(window, NowWindow)
     return now(times, t)
+
+
+def first_needed(window: Window, times: Sequence[int], after: int) -> int:
+    """The index of the first item `window` may hold at an evaluation time later than `after`:
+    the items before it are in no later window, so a continuous query forgets them."""
+    t = after + 1
+    if isinstance(window, TimeWindow):
+        step = duration_ticks(window.slide) if window.slide is not None else None
+        close = t if step is None else (t // step) * step
+        return bisect_right(times, close - duration_ticks(window.width))
+    if isinstance(window, CountWindow):
+        return max(0, bisect_right(times, t) - window.size)
+    if isinstance(window, LandmarkWindow):
+        return 0
+    assert isinstance(window, NowWindow)
+    return bisect_left(times, t)

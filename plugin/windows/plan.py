@@ -125,6 +125,11 @@ class WindowPlan:
     nested: tuple[NestedSite, ...] = ()
 
     @property
+    def warnings(self) -> tuple[str, ...]:
+        """The compiler's notes (a QueryPlan's have some; a window plan has none)."""
+        return ()
+
+    @property
     def report(self) -> ReportPolicy:
         return self.query.dialect.report
 

@@ -76,6 +76,9 @@ class StreamContent:
 
     times: list[int]
     items: list[StreamItem]
+    base: int = 0
+    """The index of `items[0]` among all the stream's items (a continuous query drops the items no
+    later window holds): answers are reused while the windows hold the same items."""
 
 
 def stream_items(events: Iterable[GraphEvent]) -> StreamContent:
@@ -108,6 +111,13 @@ class WindowReplay:
         windows = [(spec.window, per_stream[spec.stream]) for spec in self.plan.windows]
         schedule = self._schedule(windows, events, first)
         self._last = None
+        return self.evaluate(schedule, windows, first)
+
+    def evaluate(
+        self, schedule: Schedule, windows: list[tuple[Window, StreamContent]], first: int
+    ) -> list[Evaluation]:
+        """The evaluations of a schedule over the windows' streams (`first`: the landmark t0);
+        continuous queries call it with the stretch of the schedule that became final."""
         out: list[Evaluation] = []
         for start, stop in schedule.segments():
             out.extend(self._stretch(schedule.points(start, stop), windows, first))
@@ -132,7 +142,7 @@ class WindowReplay:
 
     def _answer(self, extents: list[Extent], windows: list[tuple[Window, StreamContent]]) -> Answer:
         """The evaluator's answer over the windows' contents, reused while they do not change."""
-        key = tuple(e.span for e in extents)
+        key = tuple((e.lo + s.base, e.hi + s.base) for e, (_, s) in zip(extents, windows, strict=True))
         if self._last is None or self._last[0] != key:
             contents = [stream.items[e.lo : e.hi] for e, (_, stream) in zip(extents, windows, strict=True)]
             self._last = (key, self.evaluator.evaluate(contents))

@@ -51,12 +51,18 @@ class WindowClose:
     """ET = the closes of the windows, from `first` (the first event) to the last close whose
     window still holds an item. `windows` pairs each window with its stream's item times."""
 
-    def __init__(self, windows: Sequence[tuple[Window, Sequence[int]]], first: int) -> None:
+    def __init__(
+        self, windows: Sequence[tuple[Window, Sequence[int]]], first: int, end: int | None = None
+    ) -> None:
+        """`end` bounds the schedule instead of the last close (a continuous query evaluates the
+        closes that became final, over the items it kept)."""
         self.windows = windows
         self.first = first
-        ends = [last_close(window, times) for window, times in windows if times]
-        known = [end for end in ends if end is not None]
-        self.end = max(known) if known else None
+        if end is None:
+            ends = [last_close(window, times) for window, times in windows if times]
+            known = [e for e in ends if e is not None]
+            end = max(known) if known else None
+        self.end = end
 
     def segments(self) -> Iterator[tuple[int, int]]:
         if self.end is None or self.end < self.first:

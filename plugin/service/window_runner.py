@@ -1,0 +1,266 @@
+"""One continuous window query (C-SPARQL, CQELS) over new log records: `WindowRunner.step`.
+
+The counterpart of `QueryRunner` for the window runtime. Per step:
+
+1. the records of the query's streams become window items, appended per
+   stream (`StreamItem.event` is the event's log position);
+2. the evaluation times that became *final* are evaluated with
+   `WindowReplay.evaluate` (the same window functions, schedules and
+   evaluator as `rsep run`): the log is in timestamp order across all
+   streams, so once an event later than t has been read (of any stream), no
+   event at or before t can come, and evaluation time t is final. Under
+   window close (C-SPARQL) a close is also known to be an evaluation time
+   only up to `end`, the last close whose window holds an item; later closes
+   wait for the items that make them evaluation times;
+3. each evaluation that answered something becomes one graph
+   (rsep.plugin.service.window_graphs);
+4. the items no later window can hold are dropped (`first_needed`), so
+   memory is bounded by the windows (a landmark window keeps everything).
+
+So the evaluations emitted over a log are those of `WindowReplay.run` over
+the same events, up to the last final time (tests/service/test_window_runner.py).
+
+**Checkpoints** hold no items: `snapshot()` stores the log position of the
+oldest item still kept (and of the oldest event whose time is still to be
+evaluated) as `position`, with the last evaluated time `done`. A restored
+runner re-reads the log from there, which rebuilds the items, and evaluates
+only times after `done`; evaluations made after the checkpoint come out
+again with the same graph IRIs, which the sink skips.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+from rsep.plugin.algebra.events import ReportPolicy
+from rsep.plugin.events import Timestamp
+from rsep.plugin.log import LogRecord
+from rsep.plugin.service.registry import RegisteredQuery
+from rsep.plugin.service.window_graphs import EvaluationGraph, evaluation_graph
+from rsep.plugin.windows.functions import first_needed, to_ticks
+from rsep.plugin.windows.plan import Form, WindowPlan
+from rsep.plugin.windows.runtime import Evaluation, StreamContent, StreamItem, WindowEvaluator, WindowReplay
+from rsep.plugin.windows.schedule import ContentChange, Schedule, WindowClose, last_close
+
+SNAPSHOT_KIND = "rsep-window-runner"
+SNAPSHOT_VERSION = 1
+
+
+@dataclass(slots=True)
+class WindowState:
+    """A window query's progress: what a checkpoint holds (no items: they are re-read)."""
+
+    position: int
+    """The next log position to read."""
+    read_to: int
+    """Records before it were read once: re-reading them (after a restore) counts no event."""
+    first: int | None = None
+    """Ticks of the query's first event: the landmark t0 and the first close."""
+    done: int | None = None
+    """Every evaluation time up to this one (ticks) is evaluated."""
+    end: int | None = None
+    """Window close: the last close whose window holds an item."""
+    watermark: int | None = None
+    """The newest event time read, of any stream (ticks)."""
+    numeric: bool = True
+    """Every event time of the query's streams was a number (times print as numbers)."""
+    event_count: int = 0
+    match_count: int = 0
+
+
+@dataclass(slots=True)
+class _Stream:
+    """A stream's items that a later window may still hold."""
+
+    items: list[StreamItem] = field(default_factory=list)
+    times: list[int] = field(default_factory=list)
+    base: int = 0
+
+    def content(self) -> StreamContent:
+        return StreamContent(self.times, self.items, self.base)
+
+    def drop(self, count: int) -> None:
+        if count > 0:
+            del self.items[:count], self.times[:count]
+            self.base += count
+
+
+class WindowRunner:
+    """Plan, evaluator and kept items of one registered window query."""
+
+    def __init__(
+        self,
+        query: RegisteredQuery,
+        plan: WindowPlan,
+        evaluator: WindowEvaluator,
+        state: WindowState | None = None,
+        clock: Callable[[], str] | None = None,
+    ) -> None:
+        self.query = query
+        self.plan = plan
+        self.replay = WindowReplay(plan, evaluator)
+        self.state = state if state is not None else WindowState(query.start, query.start)
+        self.clock = clock or (lambda: Timestamp.now().lexical)
+        self._streams = {iri: _Stream() for iri in plan.streams}
+        self._pending: list[tuple[int, int]] = []
+        """Content change: (time, log position of its first event) of the event times after `done`."""
+
+    @classmethod
+    def restore(
+        cls,
+        query: RegisteredQuery,
+        plan: WindowPlan,
+        evaluator: WindowEvaluator,
+        snapshot: bytes | None,
+        clock: Callable[[], str] | None = None,
+    ) -> WindowRunner:
+        """A runner from a checkpoint's payload (it re-reads the log from the payload's
+        position), or from the query's start."""
+        state = load_window_state(snapshot) if snapshot is not None else None
+        return cls(query, plan, evaluator, state, clock)
+
+    @property
+    def position(self) -> int:
+        return self.state.position
+
+    def snapshot(self) -> bytes:
+        """The state, with `position` moved back to the oldest record a later evaluation needs."""
+        kept = [s.items[0].event for s in self._streams.values() if s.items]
+        kept.extend(position for _, position in self._pending[:1])
+        state = WindowState(**asdict(self.state))
+        state.position = min([*kept, self.state.position])
+        return dump_window_state(state)
+
+    def created(self, count: int) -> None:
+        self.state.match_count += count
+
+    # ------------------------------------------------------------------ the step
+
+    def step(self, records: Sequence[LogRecord]) -> list[EvaluationGraph]:
+        """Consume consecutive log records from `position`; returns the graphs of the evaluations
+        that became final, in time order (after a restore, some may have been returned before)."""
+        if not records:
+            return []
+        state = self.state
+        if records[0].position != state.position:
+            raise ValueError(f"expected log position {state.position}, got {records[0].position}")
+        fresh: dict[str, list[int]] = {}
+        for record in records:
+            self._read(record, fresh)
+        state.position = records[-1].position + 1
+        state.read_to = max(state.read_to, state.position)
+        self._extend_end(fresh)
+        evaluations = self._evaluate()
+        self._forget()
+        return self._graphs(evaluations)
+
+    def _read(self, record: LogRecord, fresh: dict[str, list[int]]) -> None:
+        state = self.state
+        event = record.event
+        ticks = to_ticks(event.time.seconds)
+        state.watermark = ticks if state.watermark is None else max(state.watermark, ticks)
+        stream = self._streams.get(event.stream)
+        if stream is None:
+            return
+        if record.position >= state.read_to:
+            state.event_count += 1
+        state.numeric = state.numeric and event.time.numeric
+        if state.first is None:
+            state.first = ticks
+        for line in event.ntriples.splitlines():
+            if line.strip():
+                stream.items.append(StreamItem(ticks, event.time, line, record.position))
+                stream.times.append(ticks)
+                fresh.setdefault(event.stream, []).append(ticks)
+        if self.plan.report is ReportPolicy.WINDOW_CLOSE:
+            return
+        later = state.done is None or ticks > state.done
+        if later and (not self._pending or self._pending[-1][0] != ticks):
+            self._pending.append((ticks, record.position))
+
+    def _extend_end(self, fresh: dict[str, list[int]]) -> None:
+        """`end` is the latest close that holds an item, a maximum over items: new items can
+        only move it on."""
+        for spec in self.plan.windows:
+            times = fresh.get(spec.stream)
+            close = last_close(spec.window, times) if times else None
+            if close is not None and (self.state.end is None or close > self.state.end):
+                self.state.end = close
+
+    def _evaluate(self) -> list[Evaluation]:
+        """The evaluation times in (done, horizon]: final, and known to be evaluation times."""
+        state = self.state
+        if state.first is None or state.watermark is None:
+            return []
+        horizon = state.watermark - 1
+        low = state.first if state.done is None else max(state.first, state.done + 1)
+        schedule: Schedule
+        if self.plan.report is ReportPolicy.WINDOW_CLOSE:
+            if state.end is None:
+                return []
+            horizon = min(horizon, state.end)
+            if horizon < low:
+                return []
+            windows = [(spec.window, self._streams[spec.stream].times) for spec in self.plan.windows]
+            schedule = WindowClose(windows, low, horizon)
+        else:
+            if horizon < low:
+                return []
+            schedule = ContentChange(t for t, _ in self._pending if t <= horizon)
+            self._pending = [p for p in self._pending if p[0] > horizon]
+        contents = [(spec.window, self._streams[spec.stream].content()) for spec in self.plan.windows]
+        evaluations = self.replay.evaluate(schedule, contents, state.first)
+        state.done = horizon
+        return evaluations
+
+    def _forget(self) -> None:
+        """Drop the items that no window can hold at a time after `done`."""
+        done = self.state.done
+        if done is None:
+            return
+        for iri, stream in self._streams.items():
+            needed = [
+                first_needed(s.window, stream.times, done) for s in self.plan.windows if s.stream == iri
+            ]
+            stream.drop(min(needed, default=len(stream.items)))
+
+    def _graphs(self, evaluations: Sequence[Evaluation]) -> list[EvaluationGraph]:
+        if not evaluations:
+            return []
+        detected = self.clock()
+        plan = self.plan
+        graphs = []
+        for evaluation in evaluations:
+            rows = evaluation.answer.rows
+            variables = plan.projection if plan.projection is not None else _seen(rows)
+            if plan.form is not Form.SELECT:
+                variables = ()
+            query, numeric = self.query, self.state.numeric
+            form, ordered = plan.form, plan.ordered
+            graphs.append(
+                evaluation_graph(query.id, query.iri, form, evaluation, variables, numeric, detected, ordered)
+            )
+        return graphs
+
+
+def _seen(rows: Sequence[dict[str, str]]) -> tuple[str, ...]:
+    """SELECT *'s variables: those bound in the answer, in order of appearance."""
+    return tuple(dict.fromkeys(name for row in rows for name in row))
+
+
+# ---------------------------------------------------------------------- snapshots
+
+
+def dump_window_state(state: WindowState) -> bytes:
+    return pickle.dumps((SNAPSHOT_KIND, SNAPSHOT_VERSION, asdict(state)), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def load_window_state(data: bytes) -> WindowState:
+    payload = pickle.loads(data)
+    if not (isinstance(payload, tuple) and len(payload) == 3 and payload[0] == SNAPSHOT_KIND):
+        raise ValueError("not a window query's checkpoint")
+    if payload[1] != SNAPSHOT_VERSION:
+        raise ValueError(f"checkpoint format {payload[1]} is not {SNAPSHOT_VERSION}")
+    return WindowState(**payload[2])

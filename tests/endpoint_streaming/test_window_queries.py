@@ -1,0 +1,220 @@
+"""Window queries (C-SPARQL, CQELS) on the endpoint: registered, run continuously by the in-process
+engine, one graph per evaluation, read back with SPARQL equal to what `rsep run` prints, resumed
+after a restart without writing a graph twice (the Spark engine's refusal: test_queries.py)."""
+
+from __future__ import annotations
+
+import gc
+import json
+import shutil
+
+import pytest
+
+from rsep.endpoint.app import create_app
+from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.store.rdfio import load_into, read_event_file
+from tests.csparql.support import Case, load_cases, output
+from tests.endpoint_streaming.conftest import caught_up, config, nquads_of, shut_down, wait_for
+from tests.paths import REPO
+
+CSPARQL = {case.name: case for case in load_cases(REPO / "tests" / "csparql" / "fixtures")}
+CQELS = {case.name: case for case in load_cases(REPO / "tests" / "cqels" / "fixtures")}
+OTHER = "http://example.org/another-stream"
+PREFIXES = """PREFIX rs: <http://www.w3.org/2001/sw/DataAccess/tests/result-set#>
+PREFIX rsep: <https://w3id.org/rsep#>
+PREFIX prov: <http://www.w3.org/ns/prov#>
+"""
+NUMBERS = {"integer": int, "decimal": float, "double": float}
+WINDOW_QUERY = """REGISTER QUERY q AS SELECT (COUNT(?s) AS ?n)
+FROM STREAM <http://ex.org/s> [RANGE 10s STEP 5s] WHERE { ?s ?p ?o }"""
+
+
+def register(client, text: str, **args: str):
+    response = client.post("/queries", data=text, content_type="application/sparql-query", query_string=args)
+    return response
+
+
+def load_case_kb(app, case: Case) -> None:
+    kb = app.extensions["rsep"].kb
+    for graph, file in case.kb.items():
+        load_into(kb.store, case.folder / file, graph=graph or None)
+    kb.touch()
+
+
+def case_events(case: Case) -> list[GraphEvent]:
+    events = [
+        e
+        for index, (iri, file) in enumerate(case.streams.items())
+        for e in read_event_file(case.folder / file, iri, scope=f"s{index}")
+    ]
+    return sorted(events, key=lambda e: e.time.seconds)
+
+
+def later_event(after: list[GraphEvent]) -> GraphEvent:
+    """An event on a stream no query reads, after every other: it makes every evaluation final."""
+    t = max(e.time.seconds for e in after) + 100_000
+    return GraphEvent(OTHER, "<http://example.org/tick>", Timestamp(t, str(int(t)), True), "")
+
+
+def ingest(client, events: list[GraphEvent]) -> None:
+    for e in events:
+        response = client.post(
+            f"/streams?stream={e.stream}", data=nquads_of(e), content_type="application/n-quads"
+        )
+        assert response.status_code == 202, response.get_data(as_text=True)
+
+
+def sparql(client, query: str) -> list[dict]:
+    response = client.post(
+        "/sparql", data=PREFIXES + query, content_type="application/sparql-query",
+        headers={"Accept": "application/sparql-results+json"},
+    )  # fmt: skip
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return response.json["results"]["bindings"]
+
+
+def nt(term: dict) -> str:
+    """A SPARQL JSON term as N-Triples, as `rsep run` prints bindings."""
+    value = term["value"]
+    if term["type"] == "uri":
+        return f"<{value}>"
+    if term["type"] == "bnode":
+        return f"_:{value}"
+    text = json.dumps(value, ensure_ascii=False)
+    if "xml:lang" in term:
+        return f"{text}@{term['xml:lang']}"
+    datatype = term.get("datatype", "http://www.w3.org/2001/XMLSchema#string")
+    return text if datatype.endswith("#string") else f"{text}^^<{datatype}>"
+
+
+def number(term: dict) -> object:
+    kind = term.get("datatype", "").rsplit("#", 1)[-1]
+    return NUMBERS[kind](term["value"]) if kind in NUMBERS else term["value"]
+
+
+def read_back(client, query_iri: str) -> list[dict]:
+    """Every solution of every evaluation graph of a query, as `rsep run --format jsonl` lines."""
+    rows = sparql(
+        client,
+        f"""SELECT ?g ?time ?start ?end ?solution ?name ?value WHERE {{
+  GRAPH <urn:rsep:matches> {{ ?g prov:wasGeneratedBy <{query_iri}> ; a rsep:Match ;
+                              rsep:time ?time ; rsep:start ?start ; rsep:end ?end }}
+  GRAPH ?g {{ [] a rs:ResultSet ; rs:solution ?solution .
+             OPTIONAL {{ ?solution rs:binding [ rs:variable ?name ; rs:value ?value ] }} }}
+}}""",
+    )
+    solutions: dict[tuple[str, str], dict] = {}
+    for row in rows:
+        key = (row["g"]["value"], row["solution"]["value"])
+        record = {"time": number(row["time"]), "start": number(row["start"]), "end": number(row["end"])}
+        found = solutions.setdefault(key, {**record, "bindings": {}})
+        if "name" in row:
+            found["bindings"][row["name"]["value"]] = nt(row["value"])
+    return ordered([{k: v for k, v in s.items() if k != "time"} for s in solutions.values()])
+
+
+def ordered(records: list[dict]) -> list[dict]:
+    return sorted(records, key=lambda r: json.dumps(r, sort_keys=True))
+
+
+def evaluation_graphs(client, query_iri: str) -> list[str]:
+    rows = sparql(
+        client, f"SELECT ?g WHERE {{ GRAPH <urn:rsep:matches> {{ ?g prov:wasGeneratedBy <{query_iri}> }} }}"
+    )
+    return sorted(r["g"]["value"] for r in rows)
+
+
+@pytest.mark.parametrize(
+    "case", [CSPARQL["aggregates-per-district"], CSPARQL["count-window"], CQELS["range-slide"]], ids=str
+)
+def test_evaluations_read_back_with_sparql_are_what_rsep_run_prints(app, case):
+    load_case_kb(app, case)
+    client = app.test_client()
+    response = register(client, (case.folder / "query.rq").read_text(encoding="utf-8"))
+    assert response.status_code == 201, response.get_data(as_text=True)
+    query = response.json
+    events = case_events(case)
+    ingest(client, [*events, later_event(events)])
+    wait_for(caught_up(app))
+    expected = output(case.request())
+    assert read_back(client, query["iri"]) == ordered(expected)
+    times = {json.dumps([r["start"], r["end"]]) for r in expected}
+    assert len(evaluation_graphs(client, query["iri"])) == len(times)  # one graph per evaluation
+    summary = client.get(f"/queries/{query['id']}").json
+    assert summary["matches"] == len(times)
+    assert summary["events"] == len(events)
+
+
+def test_a_window_query_waits_for_a_later_event_before_reporting_an_evaluation(app):
+    case = CSPARQL["count-window"]
+    client = app.test_client()
+    query = register(client, (case.folder / "query.rq").read_text(encoding="utf-8")).json
+    events = case_events(case)
+    ingest(client, events)
+    wait_for(caught_up(app))
+    last = max(e.time.seconds for e in events)
+    expected = [r for r in output(case.request()) if r["end"] < last]
+    assert read_back(client, query["iri"]) == ordered(expected)
+
+
+def test_a_restarted_endpoint_resumes_window_queries_without_writing_a_graph_twice(make_app, data_dir):
+    case = CSPARQL["aggregates-per-district"]
+    events = case_events(case)
+    half = len(events) // 2
+    app = create_app(config(data_dir))
+    load_case_kb(app, case)
+    client = app.test_client()
+    query = register(client, (case.folder / "query.rq").read_text(encoding="utf-8")).json
+    ingest(client, events[:half])
+    wait_for(caught_up(app))
+    before = evaluation_graphs(client, query["iri"])
+    assert before
+    shut_down(app)
+    del client, app
+    gc.collect()  # closes the store, as the end of the process would
+    app = create_app(config(data_dir))
+    client = app.test_client()
+    ingest(client, events[half:])
+    wait_for(caught_up(app))
+    middle = evaluation_graphs(client, query["iri"])
+    assert set(before) < set(middle)
+    shut_down(app)
+    del client, app
+    gc.collect()
+    shutil.rmtree(data_dir / "checkpoints" / query["id"])  # lost: the query replays from its registration
+    app = make_app()
+    client = app.test_client()
+    ingest(client, [later_event(events)])
+    wait_for(caught_up(app))
+    assert read_back(client, query["iri"]) == ordered(output(case.request()))
+    graphs = evaluation_graphs(client, query["iri"])
+    assert set(middle) <= set(graphs)
+    assert len(graphs) == client.get(f"/queries/{query['id']}").json["matches"]
+
+
+def test_a_window_query_with_a_policy_is_refused(app):
+    response = register(app.test_client(), WINDOW_QUERY, policy="chronological")
+    assert response.status_code == 400
+    assert "policy applies to event patterns, not to window queries" in response.get_data(as_text=True)
+
+
+def test_a_csparql_register_posted_to_sparql_registers_as_post_queries_does(app):
+    case = CSPARQL["aggregates-per-district"]
+    text = (case.folder / "query.rq").read_text(encoding="utf-8")
+    assert "REGISTER QUERY" in text
+    load_case_kb(app, case)
+    client = app.test_client()
+    response = client.post("/sparql", data=text, content_type="application/sparql-query")
+    assert response.status_code == 201, response.get_data(as_text=True)
+    query = response.json
+    assert response.headers["Location"] == f"/queries/{query['id']}"
+    assert query["dialect"] == "c-sparql"
+    assert [q["id"] for q in client.get("/queries").json["queries"]] == [query["id"]]
+    events = case_events(case)
+    ingest(client, [*events, later_event(events)])
+    wait_for(caught_up(app))
+    assert read_back(client, query["iri"]) == ordered(output(case.request()))
+    as_get = client.get("/sparql", query_string={"query": text})
+    assert as_get.status_code == 400
+    assert "a REGISTER query changes the service: send it with POST" in as_get.get_data(as_text=True)
+    assert len(client.get("/queries").json["queries"]) == 1
