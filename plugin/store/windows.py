@@ -15,7 +15,10 @@ dataset the dialect defines:
 `FROM <g>` takes g from the knowledge base: the named graph g when the base
 has one, else its default graph (CityBench's `FROM <http://127.0.0.1:9000/...
 /SensorRepository.rdf>` cannot be fetched: load the file with `--kb`). Every
-named graph of the knowledge base stays visible to `GRAPH <g> { ... }`.
+named graph of the knowledge base stays visible to `GRAPH <g> { ... }`, except
+the match graphs of continuous queries (`urn:rsep:match...`). The copy is made
+again when the knowledge base's data changes (a SPARQL Update or Graph Store
+write on the endpoint), before the next evaluation.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.service.matches import MATCH_IRI_PREFIX, MATCHES_GRAPH
 from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase, schema_quads, solutions
 from rsep.plugin.store.nested import ScratchGraphs
 from rsep.plugin.store.rdfio import read_event_file
@@ -40,6 +44,8 @@ Graph = ox.NamedNode | ox.BlankNode | ox.DefaultGraph
 NamedGraph = ox.NamedNode | ox.BlankNode
 Function = Callable[..., ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple | None]
 Key = tuple[str, str, str]
+RESULT_GRAPHS = (MATCH_IRI_PREFIX, MATCHES_GRAPH)
+"""The graphs continuous queries write on the endpoint: results, not background knowledge."""
 
 
 class OxigraphWindows:
@@ -47,10 +53,26 @@ class OxigraphWindows:
 
     def __init__(self, plan: WindowPlan, kb: KnowledgeBase) -> None:
         self.plan = plan
+        self.kb = kb
+        self.variables: list[str] = []
+        self._triples: dict[str, ox.Triple] = {}
+        cep = plan.cep.clauses if plan.cep is not None else ()
+        self.runners = [ClauseRunner(clause, GpmEvaluator(clause.gpms, kb)) for clause in cep]
+        self._build()
+
+    def _build(self) -> None:
+        """The dataset over a copy of the knowledge base's data as of now (not the graphs
+        continuous queries write: they are results, not background knowledge), dated by its
+        `lookup_version`: a SPARQL Update of the knowledge base on the endpoint applies from the
+        next evaluation on."""
+        plan = self.plan
+        self.version = self.kb.lookup_version
         self.store = ox.Store()
-        self.store.extend(kb.store.quads_for_pattern(None, None, None, None))
+        self.store.extend(
+            q for q in self.kb.store.quads_for_pattern(None, None, None, None) if not _is_result(q.graph_name)
+        )
         if plan.query.entailment is not None:  # the schema the entailed window blocks read
-            self.store.extend(schema_quads(kb.store))
+            self.store.extend(schema_quads(self.kb.store))
         self.kb_graphs: list[NamedGraph] = list(self.store.named_graphs())
         self.static = self._static_graph()
         graphs = [MERGED_GRAPH] if plan.merged else [w.graph for w in plan.windows]
@@ -61,11 +83,7 @@ class OxigraphWindows:
             self.default_graph.extend(self.window_graphs)
         else:
             self.named_graphs.extend(self.window_graphs)
-        self.variables: list[str] = []
-        self._triples: dict[str, ox.Triple] = {}
         self._loaded: set[ox.Quad] = set()
-        cep = plan.cep.clauses if plan.cep is not None else ()
-        self.runners = [ClauseRunner(clause, GpmEvaluator(clause.gpms, kb)) for clause in cep]
         self.scratch = ScratchGraphs(self.store, plan.nested, self.default_graph, graphs)
         self.named_graphs.extend(self.scratch.graphs)
 
@@ -93,6 +111,8 @@ class OxigraphWindows:
     # ------------------------------------------------------------------ evaluation
 
     def evaluate(self, contents: Sequence[Sequence[StreamItem]]) -> Answer:
+        if self.kb.lookup_version != self.version:
+            self._build()
         found: set[Solution] = set()
         if self.runners:  # CQELS-CEP: the windows are the event clauses' input, not graphs
             found = clause_answer(self.runners, window_events([w.name for w in self.plan.windows], contents))
@@ -170,6 +190,10 @@ class OxigraphWindows:
                 latest_in.get(getattr(stream, "value", ""), {}), terms
             ),
         }
+
+
+def _is_result(graph: object) -> bool:
+    return isinstance(graph, ox.NamedNode) and graph.value.startswith(RESULT_GRAPHS)
 
 
 def _unskolem(triple: ox.Triple) -> ox.Triple:

@@ -218,3 +218,33 @@ def test_a_csparql_register_posted_to_sparql_registers_as_post_queries_does(app)
     assert as_get.status_code == 400
     assert "a REGISTER query changes the service: send it with POST" in as_get.get_data(as_text=True)
     assert len(client.get("/queries").json["queries"]) == 1
+
+
+def test_a_sparql_update_of_the_static_data_applies_from_the_next_evaluation(app):
+    client = app.test_client()
+    ex = "http://example.org/"
+
+    def update(text: str) -> None:
+        body = f"PREFIX : <{ex}> INSERT DATA {{ GRAPH <{ex}static> {{ {text} }} }}"
+        response = client.post("/sparql", data=body, content_type="application/sparql-update")
+        assert response.status_code in (200, 204), response.get_data(as_text=True)
+
+    def at(t: int, name: str, stream: str = f"{ex}s") -> GraphEvent:
+        triples = f"<{ex}a> <{ex}on> <{ex}r> .\n<{ex}b> <{ex}on> <{ex}r> .\n" if stream != OTHER else ""
+        return GraphEvent(stream, f"<{ex}{name}>", Timestamp(float(t), str(t), True), triples)
+
+    update(":a a :Car")
+    text = f"""REGISTER QUERY cars AS PREFIX : <{ex}>
+SELECT ?x FROM <{ex}static> FROM STREAM <{ex}s> [RANGE 1s STEP 1s] WHERE {{ ?x :on ?r ; a :Car }}"""
+    query = register(client, text).json
+    ingest(client, [at(1, "e1"), at(5, "tick1", OTHER)])
+    wait_for(caught_up(app))
+    update(":b a :Car")  # between the evaluations at 1 and at 6
+    ingest(client, [at(6, "e2"), at(10, "tick2", OTHER)])
+    wait_for(caught_up(app))
+    rows = read_back(client, query["iri"])
+    assert [(r["end"], r["bindings"]["x"]) for r in rows] == [
+        (1, f"<{ex}a>"),
+        (6, f"<{ex}a>"),
+        (6, f"<{ex}b>"),
+    ]
