@@ -498,18 +498,25 @@
     $("watch-stop").disabled = true;
   }
 
+  function bindingList(bindings) {
+    return el("dl", { class: "bindings" }, Object.keys(bindings).map((name) => [
+      el("dt", { text: name }), el("dd", { "data-var": name }, ntTerm(bindings[name])),
+    ]));
+  }
+
+  // An event-pattern match carries one solution (`bindings`); a window query's evaluation
+  // (C-SPARQL, CQELS) carries all of its `solutions`, or the `triples` a CONSTRUCT built.
   function addMatch(id, record) {
     const list = $("matches");
-    const bindings = record.bindings || {};
-    const names = Object.keys(bindings);
+    const rows = record.solutions || (record.bindings ? [record.bindings] : []);
+    const triples = record.triples || [];
     const when = record.start === record.end ? String(record.end) : record.start + " → " + record.end;
     const item = el("li", { class: "match fresh", "data-query": id, "data-graph": record.graph || "" },
       el("div", { class: "match-head" },
         el("span", { class: "when", text: when }),
         el("span", { class: "received", text: "query " + id + ", received " + new Date().toLocaleTimeString() })),
-      el("dl", { class: "bindings" }, names.map((name) => [
-        el("dt", { text: name }), el("dd", { "data-var": name }, ntTerm(bindings[name])),
-      ])),
+      rows.map(bindingList),
+      triples.length ? el("pre", { class: "triples", text: triples.join("\n") }) : null,
       record.graph
         ? el("div", { class: "match-graph" }, el("span", {}, "graph ", el("code", { text: record.graph })),
           el("button", {
@@ -519,7 +526,10 @@
         : null);
     list.prepend(item);
     while (list.children.length > MAX_MATCHES) list.lastElementChild.remove();
-    const summary = names.map((n) => n + " " + (typeof bindings[n] === "string" ? bindings[n] : "")).join(", ");
+    const first = rows[0] || {};
+    const summary = rows.length > 1 || triples.length
+      ? plural(rows.length || triples.length, rows.length ? "solution" : "triple", rows.length ? "solutions" : "triples")
+      : Object.keys(first).map((n) => n + " " + (typeof first[n] === "string" ? first[n] : "")).join(", ");
     $("match-announce").textContent = "New match of " + id + ": " + summary;
   }
 

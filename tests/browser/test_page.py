@@ -240,3 +240,39 @@ def test_live_matches_with_a_token(make_server: Callable[..., Server], open_page
     page.click("#register-send")
     query_id = page.locator("#register-result .query-id").inner_text()
     expect(page.locator("#watch-status")).to_have_attribute("data-connected", query_id, timeout=3_000)
+
+
+WINDOW_QUERY = """REGISTER QUERY onRoad AS
+SELECT ?car FROM STREAM <http://example.org/cars> [RANGE 10s STEP 10s]
+WHERE { ?car <http://example.org/on> ?road }"""
+CARS = """@prefix : <http://example.org/> .
+:e1 { :c1 :on :r1 } :e1 <http://www.w3.org/ns/prov#generatedAtTime> 1 .
+:e2 { :c2 :on :r1 } :e2 <http://www.w3.org/ns/prov#generatedAtTime> 2 ."""
+TICK = (
+    "<http://example.org/t> <http://www.w3.org/ns/prov#generatedAtTime>"
+    ' "30"^^<http://www.w3.org/2001/XMLSchema#integer> .'
+)
+
+
+def test_a_window_evaluation_arrives_live_with_all_its_solutions(server: Server, open_page: OpenPage) -> None:
+    page = open_page(server)
+    page.fill("#event-query", WINDOW_QUERY)
+    page.click("#register-send")
+    query_id = page.locator("#register-result .query-id").inner_text()
+    expect(page.locator("#watch-status")).to_have_attribute("data-connected", query_id)
+    for stream, fmt, text in [
+        ("http://example.org/cars", "application/trig", CARS),
+        ("http://example.org/clock", "application/n-quads", TICK),  # makes the close at 10 final
+    ]:
+        page.fill("#stream", stream)
+        page.select_option("#events-format", fmt)
+        page.fill("#events", text)
+        page.click("#ingest-send")
+        expect(page.locator("#ingest-status")).to_contain_text("Accepted")
+    match = page.locator("#matches li.match")
+    expect(match).to_have_count(1)  # one evaluation (the close at 10); the one at 20 is empty
+    expect(match.locator("dl.bindings")).to_have_count(2)
+    expect(match.locator('dd[data-var="car"]')).to_have_text(
+        ["<http://example.org/c1>", "<http://example.org/c2>"]
+    )
+    expect(page.locator("#match-announce")).to_have_text(f"New match of {query_id}: 2 solutions")
