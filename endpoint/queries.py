@@ -16,14 +16,13 @@ from typing import Any
 from flask import Blueprint, Flask, Response, jsonify, request, url_for
 
 from rsep.endpoint.errors import BadRequest, NotFound, UnsupportedMediaType
-from rsep.endpoint.streaming import WINDOWS_NEED_INPROCESS, Streaming, compile_text, streaming
+from rsep.endpoint.streaming import Streaming, compile_text, streaming
 from rsep.grammar import DIALECTS
 from rsep.plugin.algebra.events import ConsumptionPolicy
 from rsep.plugin.compile.automaton import CompileError
 from rsep.plugin.compile.entailment import REGIMES
 from rsep.plugin.service.listeners import Subscription
 from rsep.plugin.service.registry import RegisteredQuery
-from rsep.plugin.windows.plan import WindowPlan
 
 bp = Blueprint("queries", __name__)
 
@@ -51,8 +50,6 @@ def register_text(text: str, options: dict[str, str]) -> tuple[Response, int, di
         )
     except CompileError as error:
         raise BadRequest(str(error), parameter="query") from None
-    if isinstance(plan, WindowPlan) and not service.windows:  # checked before the engine sees it
-        raise BadRequest(WINDOWS_NEED_INPROCESS, parameter="query")
     query = service.registry.create(text, plan.query.dialect.name, plan.streams, start, options)
     try:
         service.engine.register(query)

@@ -6,8 +6,9 @@ continuous queries and the engine that runs them, shared by /streams and
 
 - `RSEP_ENGINE`: `inprocess`, or `spark` (the Spark streaming engine; the
   in-process one, with a warning, where pyspark or Java is missing). Window
-  queries (C-SPARQL, CQELS) run on the in-process engine only: with Spark,
-  registering one is a 400 saying so (`Streaming.windows`);
+  queries (C-SPARQL, CQELS) run on the in-process engine: with `spark`, event
+  patterns go to Spark and window queries to an in-process engine next to it
+  (`SplitEngine`);
 - `RSEP_START_STREAMING` (default True): start the engine with the app;
 - `RSEP_CHECKPOINT_INTERVAL` (seconds, default 1.0; 0 checkpoints after
   every batch) and `RSEP_SSE_HEARTBEAT` (seconds, default 15).
@@ -21,6 +22,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from flask import Flask, current_app
 
@@ -33,16 +35,14 @@ from rsep.plugin.log import EventLog
 from rsep.plugin.service.checkpoint import CheckpointStore
 from rsep.plugin.service.engine import StreamingEngine
 from rsep.plugin.service.inprocess import InProcessEngine
+from rsep.plugin.service.listeners import MatchListeners
 from rsep.plugin.service.registry import RegisteredQuery, Registry
+from rsep.plugin.service.split import SplitEngine
 from rsep.plugin.store.gpm import GpmEvaluator
 from rsep.plugin.store.matches import OxigraphMatchSink
 from rsep.plugin.store.windows import OxigraphWindows
 from rsep.plugin.windows.plan import WindowPlan, WindowPlanError, is_window_query, plan_windows
 
-WINDOWS_NEED_INPROCESS = (
-    "window queries (C-SPARQL and CQELS windows) run on the in-process engine only: "
-    "start the endpoint with `rsep serve --engine inprocess` (RSEP_ENGINE=inprocess)"
-)
 EXTENSION = "rsep.streaming"
 SHUTDOWN = "rsep.shutdown"
 STOP_TIMEOUT = 30.0
@@ -56,8 +56,6 @@ class Streaming:
     sink: OxigraphMatchSink
     engine: StreamingEngine
     heartbeat: float
-    windows: bool = True
-    """Does the engine run window queries (C-SPARQL, CQELS)? The in-process engine does."""
     ingest_lock: threading.Lock = field(default_factory=threading.Lock)
     """Serialises ingest requests (arrival times and blank-node scopes need the log's state)."""
 
@@ -74,7 +72,7 @@ class EngineParts:
     sink: OxigraphMatchSink
 
 
-def _inprocess(parts: EngineParts) -> StreamingEngine:
+def _inprocess(parts: EngineParts, **options: Any) -> InProcessEngine:
     kb = parts.resources.kb
     return InProcessEngine(
         parts.log,
@@ -85,6 +83,7 @@ def _inprocess(parts: EngineParts) -> StreamingEngine:
         lambda plan: GpmEvaluator(plan.gpms, kb),
         window_evaluators=lambda plan: OxigraphWindows(plan, kb),
         checkpoint_interval=float(parts.app.config.get("RSEP_CHECKPOINT_INTERVAL", 1.0)),
+        **options,
     )
 
 
@@ -105,7 +104,8 @@ def _spark(parts: EngineParts) -> StreamingEngine:
     if reason is not None:
         parts.app.logger.warning("RSEP_ENGINE=spark: %s; continuous queries run in-process", reason)
         return _inprocess(parts)
-    return SparkStreamingEngine(
+    listeners = MatchListeners()
+    spark = SparkStreamingEngine(
         parts.log,
         parts.registry,
         parts.checkpoints,
@@ -114,7 +114,11 @@ def _spark(parts: EngineParts) -> StreamingEngine:
         parts.resources.kb,
         master=str(parts.app.config.get("RSEP_MASTER", "local[*]")),
         trigger_interval=float(parts.app.config.get("RSEP_SPARK_TRIGGER_INTERVAL", 0.1)),
+        listeners=listeners,
+        accepts=lambda query: not is_window_registration(query),
     )
+    windows = _inprocess(parts, listeners=listeners, accepts=is_window_registration)
+    return SplitEngine(spark, windows, is_window_registration)
 
 
 ENGINES: dict[str, Callable[[EngineParts], StreamingEngine]] = {"inprocess": _inprocess, "spark": _spark}
@@ -130,8 +134,7 @@ def init_app(app: Flask) -> None:
     sink = OxigraphMatchSink(found.kb)
     engine = _make_engine(EngineParts(app, found, log, registry, checkpoints, sink))
     heartbeat = float(app.config.get("RSEP_SSE_HEARTBEAT", 15.0))
-    windows = isinstance(engine, InProcessEngine)
-    app.extensions[EXTENSION] = Streaming(log, registry, checkpoints, sink, engine, heartbeat, windows)
+    app.extensions[EXTENSION] = Streaming(log, registry, checkpoints, sink, engine, heartbeat)
     app.extensions.setdefault(SHUTDOWN, []).append(lambda: engine.stop(STOP_TIMEOUT))
     if app.config.get("RSEP_START_STREAMING", True):
         engine.start()
@@ -182,10 +185,19 @@ def compile_registered(query: RegisteredQuery) -> QueryPlan | WindowPlan:
     )
 
 
+def is_window_registration(query: RegisteredQuery) -> bool:
+    """Is a registered query a window query (C-SPARQL, CQELS)? One that no longer parses is
+    not: the engine it goes to reports the error."""
+    try:
+        return is_window_query(parse_event_query(query.text, dialect=query.dialect))
+    except ValueError:
+        return False
+
+
 def compile_event_query(query: RegisteredQuery) -> QueryPlan:
     """The Spark engine's `QueryCompiler`: event patterns only (a window query registered under the
     in-process engine fails with the reason after a restart on Spark)."""
     plan = compile_registered(query)
     if isinstance(plan, WindowPlan):
-        raise CompileError(WINDOWS_NEED_INPROCESS)
+        raise CompileError("a window query (C-SPARQL, CQELS) runs on the in-process engine, not on Spark")
     return plan

@@ -77,8 +77,11 @@ class InProcessEngine:
         max_batch: int = 10_000,
         clock: Callable[[], str] | None = None,
         listeners: MatchListeners | None = None,
+        accepts: Callable[[RegisteredQuery], bool] | None = None,
     ) -> None:
         self.log = log
+        self.accepts = accepts
+        """Which registered queries this engine resumes (None: all); see `SplitEngine`."""
         self.registry = registry
         self.checkpoints = checkpoints
         self.sink = sink
@@ -137,7 +140,7 @@ class InProcessEngine:
             for query in registered:
                 with self._lock:
                     known = query.id in self._slots
-                if not known:
+                if not known and (self.accepts is None or self.accepts(query)):
                     self._add(self._resume(query))
             ids = {q.id for q in registered}
             for orphan in set(self.checkpoints.query_ids()) - ids:  # unregistered, then a crash

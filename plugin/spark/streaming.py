@@ -285,8 +285,11 @@ class SparkStreamingEngine:
         drain_timeout: float = 10.0,
         clock: Callable[[], str] | None = None,
         listeners: MatchListeners | None = None,
+        accepts: Callable[[RegisteredQuery], bool] | None = None,
     ) -> None:
         self.log = log
+        self.accepts = accepts
+        """Which registered queries this engine resumes (None: all); see `SplitEngine`."""
         self.registry = registry
         self.checkpoints = checkpoints
         self.sink = sink
@@ -370,7 +373,7 @@ class SparkStreamingEngine:
         for query in registered:
             with self._lock:
                 known = query.id in self._slots
-            if not known:
+            if not known and (self.accepts is None or self.accepts(query)):
                 self._add(self._resume(query))
         ids = {q.id for q in registered}
         for orphan in set(self.checkpoints.query_ids()) - ids:  # unregistered, then a crash

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import gc
 
-import pytest
-
 from rsep.endpoint.app import create_app
 from tests.endpoint_streaming.conftest import (
     SMART_GRID,
@@ -57,22 +55,6 @@ def test_post_bad_query_reports_position(app):
     assert response.get_data(as_text=True).startswith("query:1:")
     as_json = register(client, "SELECT ?x\nWHERE { SEQ (A; }", headers={"Accept": "application/json"}).json
     assert (as_json["parameter"], as_json["line"]) == ("query", 2) and as_json["column"] > 1
-    assert service(app).registry.all() == []
-
-
-def test_a_window_query_is_refused_with_the_reason(make_app, monkeypatch):
-    """On the Spark engine (constructed, never started: the refusal comes before any Spark work);
-    the in-process engine runs them (test_window_queries.py)."""
-    pytest.importorskip("pyspark")
-    monkeypatch.setattr("rsep.plugin.spark.streaming.java_missing", lambda: None)  # Spark, not a fallback
-    app = make_app(RSEP_ENGINE="spark", RSEP_START_STREAMING=False)
-    window = """REGISTER QUERY q AS SELECT (COUNT(?s) AS ?n)
-FROM STREAM <http://ex.org/s> [RANGE 10s STEP 5s] WHERE { ?s ?p ?o }"""
-    response = register(app.test_client(), window)
-    assert response.status_code == 400
-    text = response.get_data(as_text=True)
-    assert "window queries (C-SPARQL and CQELS windows) run on the in-process engine only" in text
-    assert "--engine inprocess" in text
     assert service(app).registry.all() == []
 
 

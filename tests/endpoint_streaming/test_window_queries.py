@@ -248,3 +248,37 @@ SELECT ?x FROM <{ex}static> FROM STREAM <{ex}s> [RANGE 1s STEP 1s] WHERE {{ ?x :
         (6, f"<{ex}a>"),
         (6, f"<{ex}b>"),
     ]
+
+
+@pytest.mark.spark
+def test_on_the_spark_engine_window_queries_run_in_process_next_to_it(spark, make_app, data_dir):
+    """`rsep serve`'s default engine takes every dialect: event patterns on Spark, window
+    queries on an in-process engine beside it (SplitEngine), also after a restart."""
+    from rsep.plugin.service.split import SplitEngine
+
+    case = CSPARQL["aggregates-per-district"]
+    events = case_events(case)
+    half = len(events) // 2
+    app = create_app(config(data_dir, RSEP_ENGINE="spark", RSEP_MASTER="local[2]"))
+    engine = app.extensions["rsep.streaming"].engine
+    assert isinstance(engine, SplitEngine)
+    load_case_kb(app, case)
+    client = app.test_client()
+    response = register(client, (case.folder / "query.rq").read_text(encoding="utf-8"))
+    assert response.status_code == 201, response.get_data(as_text=True)
+    query = response.json
+    assert engine.windows.progress(query["id"]) is not None
+    assert engine.events.progress(query["id"]) is None
+    ingest(client, events[:half])
+    wait_for(caught_up(app))
+    shut_down(app)
+    del client, app, engine
+    gc.collect()
+    app = make_app(RSEP_ENGINE="spark", RSEP_MASTER="local[2]")
+    engine = app.extensions["rsep.streaming"].engine
+    assert engine.events.progress(query["id"]) is None  # Spark did not take it up
+    client = app.test_client()
+    ingest(client, [*events[half:], later_event(events)])
+    wait_for(caught_up(app))
+    assert read_back(client, query["iri"]) == ordered(output(case.request()))
+    assert client.get(f"/queries/{query['id']}").json["status"] == "running"

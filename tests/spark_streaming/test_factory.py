@@ -1,5 +1,6 @@
-"""`RSEP_ENGINE=spark` in the application: the Spark engine, which starts no
-JVM until it starts, and the in-process fallback only where Spark cannot run."""
+"""`RSEP_ENGINE=spark` in the application: the Spark engine (event patterns; window queries go to
+an in-process engine beside it), which starts no JVM until it starts, and the in-process fallback
+only where Spark cannot run."""
 
 from __future__ import annotations
 
@@ -18,10 +19,13 @@ def make_app(tmp_path, **config):
 
 
 def test_the_spark_engine_is_built_without_starting_spark(tmp_path):
+    from rsep.plugin.service.split import SplitEngine
     from rsep.plugin.spark.streaming import SparkStreamingEngine
 
     app = make_app(tmp_path, RSEP_MASTER="local[1]")
-    engine = app.extensions["rsep.streaming"].engine
+    split = app.extensions["rsep.streaming"].engine
+    assert isinstance(split, SplitEngine) and isinstance(split.windows, InProcessEngine)
+    engine = split.events
     assert isinstance(engine, SparkStreamingEngine)
     assert engine.master == "local[1]" and engine._session is None
     client = app.test_client()
