@@ -22,12 +22,20 @@ The SPAseq query `SEQ (A) DEFINE GPM A ON S1 { ?x a p:Tracheobionta }` runs in-p
           what a user could already write with SPAseq Def. 15 joins.
 
 It prints, measured in the same run: events/s over the whole stream in batches of 5,000 events
-(the replay's default), and per-event latency with batches of one event (a stream processed as
-events arrive, as the endpoint does); the delay entailment adds is latency(mechanism) -
+(the replay's default; `paths` over a quarter of it, at least one batch), and per-event latency
+with batches of one event (a stream processed as events arrive, as the endpoint does), with the
+once-per-knowledge-base-version cost beside it; the delay entailment adds is latency(mechanism) -
 latency(materialised). Then a sweep over the ontology's size shows why PATHS collapses (§8.2 of the
-SPAseq paper): its cost per batch grows with the knowledge base, LOOKUP's does not. Every
-configuration's match count is checked against the generator's. Timings are printed, never
-asserted.
+SPAseq paper): its cost per batch grows with the knowledge base, LOOKUP's does not.
+
+The window case runs the C-SPARQL query `SELECT (COUNT(?x) AS ?n) ... [RANGE 10s STEP 1s] WHERE
+{ ?x a p:Tracheobionta }` over one event per second (`WindowReplay` + `OxigraphWindows`, what `rsep
+run` does for a window query) and prints the cost per evaluation: `entailed` (entailment=rdfs: the
+window's entailed triples kept in a hidden graph, the schema read once per version), `plain` (no
+entailment, the raw stream: the query alone, other counts), `materialised` (no entailment, the
+materialised stream: the same counts) and `hand` (`?x a ?c . GRAPH <onto> { ?c rdfs:subClassOf*
+p:Tracheobionta }`, a property path evaluated at every evaluation, as window blocks were entailed
+before). Every configuration's answers are checked. Timings are printed, never asserted.
 
 Run from the repository root:
     .venv/bin/python -m bench.bench_entailment [--quick] [--events N] [--subclasses N]
@@ -53,6 +61,10 @@ from rsep.plugin.compile.plan import QueryPlan, compile_query, event_pattern_of
 from rsep.plugin.events import GraphEvent, Timestamp
 from rsep.plugin.replay import NumberedEvent, Replay, number_events
 from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.windows import OxigraphWindows
+from rsep.plugin.windows import plan_windows
+from rsep.plugin.windows.plan import WindowPlan
+from rsep.plugin.windows.runtime import Answer, Evaluation, StreamItem, WindowReplay
 
 P = "http://example.org/plants#"
 ROOT = P + "Tracheobionta"
@@ -71,6 +83,12 @@ PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
 SELECT ?x FROM STREAM S1 <{STREAM}>
 WHERE {{ SEQ (A) DEFINE GPM A ON S1 {{
   ?x a ?c . GRAPH <{ONTOLOGY_GRAPH}> {{ ?c rdfs:subClassOf* p:Tracheobionta }} }} }}"""
+WINDOW = f"""REGISTER QUERY q AS PREFIX p: <{P}>
+SELECT (COUNT(?x) AS ?n) FROM STREAM <{STREAM}> [RANGE 10s STEP 1s] WHERE {{ ?x a p:Tracheobionta }}"""
+WINDOW_HAND = f"""REGISTER QUERY q AS PREFIX p: <{P}>
+PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
+SELECT (COUNT(?x) AS ?n) FROM STREAM <{STREAM}> [RANGE 10s STEP 1s]
+WHERE {{ ?x a ?c . GRAPH <{ONTOLOGY_GRAPH}> {{ ?c rdfs:subClassOf* p:Tracheobionta }} }}"""
 
 
 # ---------------------------------------------------------------------- workload
@@ -102,6 +120,8 @@ def hierarchy(root: str, prefix: str, size: int, depth: int = 8, branching: int 
 class Workload:
     kb: KnowledgeBase
     triples: int
+    """The ontology's triples in the default graph (what `lookup`, `paths` and the entailed window
+    read); `hand` reads the same triples again, from a named graph."""
     members: frozenset[str]
     """Tracheobionta and its subclasses."""
     depth: int
@@ -137,7 +157,8 @@ def workload(subclasses: int, others: int, events: int, seed: int = 2011) -> Wor
         raw.append(GraphEvent(STREAM, f"<urn:plants:e{i}>", time, lines[0]))
         closed.append(GraphEvent(STREAM, f"<urn:plants:e{i}>", time, "".join(lines)))
     depth = max(int(c[len(P) + 1 :].split("_")[0]) for c, _ in plants)
-    return Workload(kb, len(quads), frozenset(members), depth, number_events([raw]), number_events([closed]))
+    triples = len(plants) + len(fungi)
+    return Workload(kb, triples, frozenset(members), depth, number_events([raw]), number_events([closed]))
 
 
 # ---------------------------------------------------------------------- plans
@@ -201,6 +222,62 @@ def best(run: Callable[[], Run], repeat: int) -> Run:
     return min((run() for _ in range(repeat)), key=lambda r: r.seconds)
 
 
+# ---------------------------------------------------------------------- windows
+
+
+class CountingWindows(OxigraphWindows):
+    """The window store, counting its evaluations (the replay reuses an answer while the window
+    content does not change)."""
+
+    evaluations = 0
+
+    def evaluate(self, contents: Sequence[Sequence[StreamItem]]) -> Answer:
+        self.evaluations += 1
+        return super().evaluate(contents)
+
+
+@dataclass(frozen=True)
+class WindowTiming:
+    seconds: float
+    evaluations: int
+    answers: tuple[tuple[int, Answer], ...]
+
+    @property
+    def ms_per_evaluation(self) -> float:
+        return 1000 * self.seconds / self.evaluations
+
+
+def window_plans() -> dict[str, WindowPlan]:
+    query = parse_event_query(WINDOW, source="<bench>")
+    return {
+        "materialised": plan_windows(query),
+        "plain": plan_windows(query),
+        "entailed": plan_windows(replace(query, entailment="rdfs")),
+        "hand": plan_windows(parse_event_query(WINDOW_HAND, source="<bench>")),
+    }
+
+
+def window_replay(plan: WindowPlan, kb: KnowledgeBase, events: Sequence[NumberedEvent]) -> WindowTiming:
+    """The replay of `events` through the windows, timed after the evaluator's per-version work
+    (the copy of the knowledge base, the schema read: `window_refresh`)."""
+    evaluator = CountingWindows(plan, kb)
+    start = time.perf_counter()
+    found: list[Evaluation] = WindowReplay(plan, evaluator).run({STREAM: [n.event for n in events]})
+    seconds = time.perf_counter() - start
+    return WindowTiming(seconds, evaluator.evaluations, tuple((e.time, e.answer) for e in found))
+
+
+def window_refresh(plan: WindowPlan, kb: KnowledgeBase, repeat: int = 3) -> float:
+    """Seconds for what a window query does once per knowledge-base version: copy the knowledge
+    base into its store and, under entailment, read the schema."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        OxigraphWindows(plan, kb)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
 # ---------------------------------------------------------------------- report
 
 
@@ -213,35 +290,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     repeat = 1 if args.quick else 3
     total = 4_000 if args.quick else args.events
-    single = {"materialised": 2_000, "lookup": 2_000, "hand": 40, "paths": 40}
-    if args.quick:
-        single = {name: max(20, n // 10) for name, n in single.items()}
 
     print(f"rsep entailment benchmark (EP-SPARQL Test 2) on {platform.python_implementation()} "
           f"{platform.python_version()}, pyoxigraph {ox.__version__}, {platform.machine()}")  # fmt: skip
     work = workload(args.subclasses, args.others, total)
-    print(f"knowledge base: {work.triples:,} triples ({args.subclasses:,} subclasses of Tracheobionta, "
-          f"depth {work.depth}; {args.others:,} other classes; the ontology in the default graph and, "
-          f"for `hand`, in <{ONTOLOGY_GRAPH}>)")  # fmt: skip
+    print(f"knowledge base: {work.triples:,} rdfs:subClassOf triples in the default graph, the schema "
+          f"`lookup`, `paths` and `entailed` read ({args.subclasses:,} subclasses of Tracheobionta, "
+          f"depth {work.depth}; {args.others:,} other classes); `hand` reads the same triples "
+          f"from <{ONTOLOGY_GRAPH}>")  # fmt: skip
     compiled = plans()
+    per_version = {name: refresh(compiled[name], work.kb) for name in ("lookup", "hand")}
+    throughput = report_throughput(compiled, work, total, repeat)
+    latency = report_latency(compiled, work, per_version, repeat, args.quick)
+    report_ratios(throughput, latency)
+    report_sweep(compiled, args, repeat)
+    report_windows(work, repeat, args.quick)
+    return 0
 
-    print("\nper knowledge-base version (what one SPARQL Update costs the next batch):")
-    for name in ("lookup", "hand"):
-        seconds = refresh(compiled[name], work.kb)
-        print(f"  {name:<12} {1000 * seconds:8.1f} ms to evaluate the background part")
 
-    print(f"\nthroughput: {total:,} events, batches of {BATCH:,}")
+def report_throughput(
+    compiled: dict[str, QueryPlan], work: Workload, total: int, repeat: int
+) -> dict[str, Run]:
+    paths = min(total, max(BATCH, total // 4))
+    print(f"\nthroughput: batches of {BATCH:,}; {total:,} events (`paths`: the first {paths:,})")
     throughput: dict[str, Run] = {}
     for name, plan in compiled.items():
         events = work.materialised if name == "materialised" else work.events
-        events = events if name != "paths" else events[: max(BATCH, total // 4)]
+        events = events if name != "paths" else events[:paths]
         throughput[name] = best(lambda plan=plan, events=events: replay(plan, work.kb, events, BATCH), repeat)
         _check(name, throughput[name], work, events)
         run = throughput[name]
         print(f"  {name:<12} {run.per_second:>10,.0f} events/s   {run.ms_per_event * 1000:8.1f} µs/event"
               f"   ({run.matches:,} matches of {run.events:,} events)")  # fmt: skip
+    return throughput
 
-    print("\nlatency: one event per batch (each event processed as it arrives)")
+
+def report_latency(
+    compiled: dict[str, QueryPlan], work: Workload, per_version: dict[str, float], repeat: int, quick: bool
+) -> dict[str, Run]:
+    print("\nlatency: one event per batch (each event processed as it arrives), and what one")
+    print("knowledge-base version (a SPARQL Update) costs the next batch once")
+    single = {"materialised": 2_000, "lookup": 2_000, "hand": 40, "paths": 40}
+    if quick:
+        single = {name: max(20, n // 10) for name, n in single.items()}
     latency: dict[str, Run] = {}
     for name, plan in compiled.items():
         events = (work.materialised if name == "materialised" else work.events)[: single[name]]
@@ -249,9 +340,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         _check(name, latency[name], work, events)
         run = latency[name]
         delay = run.ms_per_event - latency["materialised"].ms_per_event
+        once = f"{1000 * per_version[name]:7.1f} ms" if name in per_version else "      —   "
         print(f"  {name:<12} {run.ms_per_event:9.3f} ms/event   delay from reasoning {delay:9.3f} ms/event"
-              f"   ({run.events:,} events)")  # fmt: skip
+              f"   per version {once}   ({run.events:,} events)")  # fmt: skip
+    return latency
 
+
+def report_ratios(throughput: dict[str, Run], latency: dict[str, Run]) -> None:
     print("\nratios (same run):")
     ratio = throughput["lookup"].per_second / throughput["paths"].per_second
     tp, lat = throughput, latency
@@ -262,6 +357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"   lookup / materialised = {lat['lookup'].ms_per_event / lat['materialised'].ms_per_event:5.2f}"
           f"   hand / lookup = {lat['hand'].ms_per_event / lat['lookup'].ms_per_event:5.1f}x")  # fmt: skip
 
+
+def report_sweep(compiled: dict[str, QueryPlan], args: argparse.Namespace, repeat: int) -> None:
     sizes = [1_000, 10_000, args.subclasses] if not args.quick else [1_000, args.subclasses]
     print(
         "\nontology size sweep, one event per batch (SPAseq §8.2: re-derivation per batch grows with the KB)"
@@ -276,7 +373,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             row.append(run.ms_per_event)
         print(f"  {size:>7,} subclasses ({small.triples:>7,} triples): lookup {row[0]:7.3f} ms/event,"
               f" paths {row[1]:8.2f} ms/event  ({row[1] / row[0]:7.1f}x)")  # fmt: skip
-    return 0
+
+
+def report_windows(work: Workload, repeat: int, quick: bool) -> None:
+    count = 60 if quick else 200
+    print(f"\nwindow query (C-SPARQL COUNT, [RANGE 10s STEP 1s]), {count} events, one per second")
+    plans = window_plans()
+    timings: dict[str, WindowTiming] = {}
+    for name, plan in plans.items():
+        events = (work.materialised if name == "materialised" else work.events)[:count]
+        timings[name] = min(
+            (window_replay(plan, work.kb, events) for _ in range(repeat)), key=lambda t: t.seconds
+        )
+        once = 1000 * window_refresh(plan, work.kb)
+        timing = timings[name]
+        print(f"  {name:<12} {timing.ms_per_evaluation:9.3f} ms/evaluation   per version {once:7.1f} ms"
+              f"   ({timing.evaluations:,} evaluations)")  # fmt: skip
+    for name in ("entailed", "hand"):
+        if timings[name].answers != timings["materialised"].answers:
+            raise SystemExit(f"window {name}: answers differ from the materialised stream's")
+    base = timings["materialised"].ms_per_evaluation
+    print(f"  per evaluation, against the materialised stream (same answers): entailed "
+          f"{timings['entailed'].ms_per_evaluation / base:.2f}x, hand "
+          f"{timings['hand'].ms_per_evaluation / base:.0f}x")  # fmt: skip
 
 
 def _check(name: str, run: Run, work: Workload, events: Sequence[NumberedEvent]) -> None:

@@ -15,12 +15,16 @@ in CityBench's sources) and the triples its queries match:
   stays in the repository, where the queries look it up (`?p1 a ct:CongestionLevel`).
   Observations are typed `ssn:Observation` only, as CityBench types them: its queries
   join on `?obId1 a ?ob . ?obId2 a ?ob`, which a second type would multiply.
-- Values, as CityBench computes them, all xsd:double: traffic AvgSpeed = avgSpeed,
-  VehicleCount = vehicleCount, MeasureTime = avgMeasuredTime, EstimatedTime =
-  distance / avgSpeed (-1 when avgSpeed is 0), CongestionLevel = vehicleCount / distance
-  (-1 when the distance is 0), the distance being DISTANCE_IN_METERS of
-  dataset/MetaData/trafficMetaData.csv; weather Temperature = tempm, Humidity = hum,
-  WindSpeed = wspdm; pollution API = the largest of its five pollutant readings.
+- Values, as CityBench computes them: traffic AvgSpeed = avgSpeed, VehicleCount =
+  vehicleCount, MeasureTime = avgMeasuredTime, EstimatedTime = distance / avgSpeed (-1 when
+  avgSpeed is 0), CongestionLevel = vehicleCount / distance (-1 when the distance is 0), the
+  distance being DISTANCE_IN_METERS of dataset/MetaData/trafficMetaData.csv; weather
+  Temperature = tempm, Humidity = hum, WindSpeed = wspdm; pollution API = the largest of its
+  five pollutant readings. Java doubles are xsd:double; Humidity and API are Java ints, which
+  Jena's `addLiteral` writes as xsd:long. (CityBench gives MeasureTime no value: its annotator
+  looks for a type containing "MeasuredTime", and the repository's class is ct:MeasureTime; we
+  give it avgMeasuredTime. No CityBench query reads it.) tests/csparql/test_citybench_converter.py
+  checks this against rows built from the CSV text.
 - One event (named graph) per CSV row holding all of that row's observations: they share
   the row's timestamp, and CityBench streams them together. The timestamp is the row's
   TIMESTAMP (or `timestamp`) column as an xsd:dateTime without a timezone (rsep reads it
@@ -52,7 +56,7 @@ PROV_GENERATED_AT = "http://www.w3.org/ns/prov#generatedAtTime"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 
-Values = Callable[[dict[str, str], float], dict[str, float]]
+Values = Callable[[dict[str, str], float], dict[str, float | int]]
 
 
 def citybench_root() -> Path:
@@ -99,7 +103,7 @@ def _load_repository(dataset: Path) -> Repository:
     return Repository(properties, distances)
 
 
-def _traffic(row: dict[str, str], distance: float) -> dict[str, float]:
+def _traffic(row: dict[str, str], distance: float) -> dict[str, float | int]:
     speed, count = float(row["avgSpeed"]), float(row["vehicleCount"])
     return {
         "AvgSpeed": speed,
@@ -110,10 +114,10 @@ def _traffic(row: dict[str, str], distance: float) -> dict[str, float]:
     }
 
 
-def _weather(row: dict[str, str], distance: float) -> dict[str, float]:
+def _weather(row: dict[str, str], distance: float) -> dict[str, float | int]:
     return {
         "Temperature": float(row["tempm"]),
-        "Humidity": float(row["hum"]),
+        "Humidity": int(row["hum"]),
         "WindSpeed": float(row["wspdm"]),
     }
 
@@ -121,8 +125,8 @@ def _weather(row: dict[str, str], distance: float) -> dict[str, float]:
 _POLLUTANTS = ("ozone", "particullate_matter", "carbon_monoxide", "sulfure_dioxide", "nitrogen_dioxide")
 
 
-def _pollution(row: dict[str, str], distance: float) -> dict[str, float]:
-    return {"API": float(max(int(row[name]) for name in _POLLUTANTS))}
+def _pollution(row: dict[str, str], distance: float) -> dict[str, float | int]:
+    return {"API": max(int(row[name]) for name in _POLLUTANTS)}
 
 
 _KINDS: dict[str, Values] = {
@@ -137,7 +141,8 @@ class Observation:
     iri: str
     prop: str
     kind: str
-    value: float
+    value: float | int
+    """A Java double (xsd:double) or int (xsd:long), as CityBench's annotators type it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +185,7 @@ def read_rows(
 
 def quads(stream: str, rows: Sequence[Row]) -> Iterator[ox.Quad]:
     sensor = ox.NamedNode(stream_iri(stream))
-    double = ox.NamedNode(XSD + "double")
+    double, long = ox.NamedNode(XSD + "double"), ox.NamedNode(XSD + "long")
     for row in rows:
         graph = ox.NamedNode(row.graph(stream))
         for observation in row.observations:
@@ -191,7 +196,9 @@ def quads(stream: str, rows: Sequence[Row]) -> Iterator[ox.Quad]:
             yield ox.Quad(
                 obs,
                 ox.NamedNode(SAO + "hasValue"),
-                ox.Literal(repr(observation.value), datatype=double),
+                ox.Literal(
+                    repr(observation.value), datatype=long if isinstance(observation.value, int) else double
+                ),
                 graph,
             )
         time = ox.Literal(row.time, datatype=ox.NamedNode(XSD + "dateTime"))

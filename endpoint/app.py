@@ -22,7 +22,12 @@ DEFAULTS: dict[str, Any] = {
     "RSEP_ENGINE": "spark",
     "RSEP_TOKEN": None,
     "RSEP_START_STREAMING": True,
+    "RSEP_CHECKPOINT_INTERVAL": 1.0,
+    "RSEP_SSE_HEARTBEAT": 15.0,
+    "RSEP_SPARK_TRIGGER_INTERVAL": 0.1,
 }
+"""The configuration keys and their defaults (docs/endpoint.md, "Configuration"); `rsep serve`
+sets them from the environment and its flags (`rsep.endpoint.settings`)."""
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:

@@ -1,6 +1,7 @@
 """The `rsep` command line.
 
-`rsep run QUERY_FILE --stream IRI=FILE ... [--kb FILE] [--policy P] [--format jsonl|srj] [--master URL]`
+`rsep run QUERY_FILE --stream IRI=FILE ... [--kb FILE] [--rule FILE] [--policy P] [--base IRI]
+[--format jsonl|srj|trig] [--master URL]`
 replays a query over finite event files and prints every match. Failures
 print nothing on stdout and exit 2 with one line on stderr that says where:
 `QUERY_FILE:line:col: ...` for a bad query, the file and position for bad data.
@@ -8,14 +9,17 @@ print nothing on stdout and exit 2 with one line on stderr that says where:
 `rsep post URL --stream IRI=FILE ... [--token T] [--batch N]` posts event files to a running
 endpoint, merged by time.
 
-`rsep serve [--host H] [--port P] [--data DIR] [--master URL] [--engine E] [--token T]` runs the
-endpoint under waitress, says where it listens in one line on stderr, and stops cleanly on
-SIGTERM or SIGINT.
+`rsep serve [--host H] [--port P] [--data DIR] [--master URL] [--engine E] [--token T] ...` runs
+the endpoint under waitress, says where it listens in one line on stderr, and stops cleanly on
+SIGTERM or SIGINT; every setting but host, port and data is also read from its environment
+variable (`rsep.endpoint.settings`).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -23,7 +27,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from rsep.endpoint.replay import KbFile, RunRequest, StreamFile, UsageError, run
+from rsep.endpoint import settings
+from rsep.endpoint.replay import KbFile, RunRequest, StreamFile, render, run
 from rsep.plugin.algebra.events import ConsumptionPolicy
 from rsep.plugin.compile.entailment import REGIMES
 
@@ -46,7 +51,15 @@ def _stream(text: str) -> StreamFile:
     iri, sep, path = text.partition("=")
     if not sep or not iri or not path:
         raise argparse.ArgumentTypeError(f"expected IRI=FILE, got {text!r}")
-    return StreamFile(iri.strip("<>"), Path(path))
+    return StreamFile(iri.strip("<>"), Path(path), text)  # re-split by the query's IRIs
+
+
+def _base(text: str) -> str:
+    """An absolute IRI (`<...>` optional): relative IRIs resolve against it."""
+    iri = text.strip("<>")
+    if not re.match(r"[A-Za-z][A-Za-z0-9+.\-]*:", iri):
+        raise argparse.ArgumentTypeError(f"expected an absolute IRI, got {text!r}")
+    return iri
 
 
 def _kb(text: str) -> KbFile:
@@ -67,11 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.add_argument("--kb", type=_kb, action="append", default=[], metavar="FILE",
                          help="background knowledge (TriG, N-Quads, Turtle; GRAPH=FILE)")  # fmt: skip
     run_cmd.add_argument("--rule", type=Path, action="append", default=[], metavar="FILE",
-                         help="a CONSTRUCT rule whose output joins the stream (EP-SPARQL)")  # fmt: skip
+                         help="an EP-SPARQL CONSTRUCT rule or a C-SPARQL REGISTER STREAM")  # fmt: skip
     run_cmd.add_argument("--policy", choices=[p.value for p in ConsumptionPolicy])
     run_cmd.add_argument("--entailment", choices=REGIMES,
                          help="match under RDFS entailment with the --kb schema (default: none)")  # fmt: skip
-    run_cmd.add_argument("--format", choices=["jsonl", "srj"], default="jsonl")
+    run_cmd.add_argument("--format", choices=["jsonl", "srj", "trig"], default="jsonl",
+                         help="trig: a window CONSTRUCT's evaluations as events")  # fmt: skip
+    run_cmd.add_argument("--base", type=_base, metavar="IRI",
+                         help="base of relative IRIs (default: each file's address)")  # fmt: skip
     run_cmd.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
     run_cmd.add_argument("--engine", choices=["spark", "inprocess"], default="spark",
                          help="spark (default), or inprocess: the same runtime without Spark")  # fmt: skip
@@ -81,10 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve_cmd.add_argument("--port", type=int, default=7878, help="port to listen on (default 7878)")
     serve_cmd.add_argument("--data", type=Path, default=Path("rsep-data"), metavar="DIR",
                            help="where the store and the event log live (default ./rsep-data)")  # fmt: skip
-    serve_cmd.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
-    serve_cmd.add_argument("--engine", choices=["spark", "inprocess"], default="spark",
-                           help="spark (default), or inprocess: the same runtime without Spark")  # fmt: skip
-    serve_cmd.add_argument("--token", help="require Authorization: Bearer TOKEN on every request but /")
+    settings.add_arguments(serve_cmd)  # --engine, --master, --token, ...: flag or environment
     serve_cmd.set_defaults(handler=_serve)
     post_cmd = commands.add_parser("post", help="post event files to a running endpoint, merged by time")
     post_cmd.add_argument("url", metavar="URL", help="the endpoint, e.g. http://127.0.0.1:7878/")
@@ -124,11 +137,12 @@ def _run(args: argparse.Namespace) -> int:
         master=args.master,
         rules=args.rule,
         entailment=args.entailment,
+        base=args.base,
     )
     result = run(request)
     for warning in request.warnings:
         sys.stderr.write(f"rsep: warning: {args.query}: {warning}\n")
-    sys.stdout.write(result.jsonl() if args.format == "jsonl" else result.srj())
+    sys.stdout.write(render(result, args.format))
     return 0
 
 
@@ -137,12 +151,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from rsep.endpoint.app import create_app
 
-    config = {
-        "RSEP_DATA_DIR": str(args.data),
-        "RSEP_MASTER": args.master,
-        "RSEP_ENGINE": args.engine,
-        "RSEP_TOKEN": args.token,
-    }
+    config = {"RSEP_DATA_DIR": str(args.data), **settings.configuration(args, os.environ)}
     try:
         app = create_app(config)
     except OSError as error:  # e.g. the store is locked by another `rsep serve`
@@ -205,9 +214,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
         return code
-    except (ValueError, UsageError) as error:  # every user-facing error derives from ValueError
+    except ValueError as error:  # bad input: every such error derives from ValueError
         sys.stderr.write(f"{_one_line(error)}\n")
-        return EXIT_FAILURE
+    except (OSError, RuntimeError) as error:  # the machine or the engine: Spark, Java, a socket
+        sys.stderr.write(f"rsep: {_one_line(error)}\n")
+    return EXIT_FAILURE
 
 
 def _one_line(error: Exception) -> str:

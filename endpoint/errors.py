@@ -18,7 +18,13 @@ from werkzeug import exceptions as http
 from werkzeug.exceptions import HTTPException, InternalServerError
 
 from rsep.grammar import SparqlSyntaxError
-from rsep.plugin.store.sparql_service import PayloadError, ServiceError
+from rsep.plugin.store.sparql_service import (
+    PayloadError,
+    QuerySyntaxError,
+    ServiceCallError,
+    ServiceError,
+    UnrepresentableResult,
+)
 
 
 class ApiError(Exception):
@@ -84,6 +90,10 @@ class UnsupportedMediaType(ApiError):
     status, title = 415, "Unsupported Media Type"
 
 
+class BadGateway(ApiError):
+    status, title = 502, "Bad Gateway"
+
+
 class _HttpError(ApiError):
     """A werkzeug HTTP error (unknown route, method not routed, ...) in our clothes."""
 
@@ -101,6 +111,12 @@ def as_api_error(error: Exception) -> ApiError:
         return BadRequest(error.message, parameter=error.source, line=error.line, column=error.column)
     if isinstance(error, PayloadError):
         return BadRequest(error.message, parameter="body", line=error.line, column=error.column)
+    if isinstance(error, QuerySyntaxError):
+        return BadRequest(error.message, parameter=error.source, line=error.line, column=error.column)
+    if isinstance(error, ServiceCallError):
+        return BadGateway(error.message)
+    if isinstance(error, UnrepresentableResult):
+        return NotAcceptable(error.message)
     if isinstance(error, ServiceError):
         return BadRequest(error.message)
     if isinstance(error, InternalServerError):

@@ -108,12 +108,16 @@ def _media_range(element: str) -> MediaRange | None:
 
 def quality(media_type: str, ranges: Sequence[MediaRange]) -> tuple[float, int]:
     """(q, specificity) the ranges give a media type or one of its aliases: the most specific
-    matching range decides, so `text/*;q=0, text/csv` accepts CSV and nothing else of text/."""
+    matching range decides, so `text/*;q=0, text/csv` accepts CSV and nothing else of text/.
+    The best name counts, except that naming the type or an alias exactly with q=0 refuses it:
+    `application/sparql-results+json;q=0, */*;q=0.1` must not get JSON as `application/json`."""
     best = (0.0, -1)
     for name in (media_type, *ALIASES.get(media_type, ())):
         matches = [(spec, r.q) for r in ranges if (spec := r.specificity(name)) is not None]
         if matches:
             spec, q = max(matches, key=lambda m: m[0])
+            if spec == 2 and q == 0:
+                return (0.0, spec)
             best = max(best, (q, spec))
     return best
 

@@ -49,7 +49,9 @@ def register_text(text: str, options: dict[str, str]) -> tuple[Response, int, di
             entailment=options.get("entailment"),
         )
     except CompileError as error:
-        raise BadRequest(str(error), parameter="query") from None
+        where = error.position
+        line, column = (where.line, where.column) if where is not None else (None, None)
+        raise BadRequest(error.message, parameter="query", line=line, column=column) from None
     query = service.registry.create(text, plan.query.dialect.name, plan.streams, start, options)
     try:
         service.engine.register(query)

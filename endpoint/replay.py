@@ -1,5 +1,11 @@
 """`rsep run`'s work, callable from tests and benchmarks: read the query and
-the files, compile, replay in-process or on Spark, format the matches."""
+the files, compile, replay in-process or on Spark, format the matches.
+
+`--rule` files feed the query: EP-SPARQL CONSTRUCT rules through the Q-closure
+(rsep.plugin.closure), and C-SPARQL `REGISTER STREAM <s> AS CONSTRUCT` rules,
+whose evaluations become graph events of the stream <s> stamped with their
+evaluation time (`derive_streams`), merged by time with the input streams
+before the query (or a later rule) reads them."""
 
 from __future__ import annotations
 
@@ -9,27 +15,48 @@ from pathlib import Path
 
 from rsep.grammar import parse_event_query
 from rsep.plugin.algebra.events import ConstructForm, ConsumptionPolicy, EventQuery
-from rsep.plugin.closure import Closure
+from rsep.plugin.closure import DERIVED_STREAM, Closure
+from rsep.plugin.compile.automaton import CompileError
 from rsep.plugin.compile.plan import QueryPlan, compile_query
 from rsep.plugin.events import GraphEvent
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.replay import NumberedEvent, Replay, number_events
 from rsep.plugin.results import Projector, Solution, jsonl_line, srj_document
 from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
-from rsep.plugin.store.rdfio import DataError, load_into, read_event_file
-from rsep.plugin.store.windows import replay_windows
+from rsep.plugin.store.rdfio import DataError, events_trig, load_into, read_event_file, timestamp_position
+from rsep.plugin.store.windows import replay_window_events
 from rsep.plugin.windows import is_window_query, plan_windows
 from rsep.plugin.windows.output import WindowRun
+from rsep.plugin.windows.plan import Form
+
+Streams = dict[str, list[GraphEvent]]
+"""Events per stream IRI, each list in time order."""
 
 
 class UsageError(ValueError):
     """A request that cannot be served as given (unknown stream, missing file)."""
 
 
+class EngineError(RuntimeError):
+    """The engine failed while running a valid request (Spark did not start, a job failed)."""
+
+
 @dataclass(frozen=True, slots=True)
 class StreamFile:
     iri: str
     path: Path
+    written: str = ""
+    """The `IRI=FILE` argument as given, split again by `for_query` (an IRI may contain `=`)."""
+
+    def for_query(self, declared: Sequence[str]) -> StreamFile:
+        """The split of `IRI=FILE` whose IRI is one the query declares, the longest such IRI
+        followed by `=` (`http://ex.org/s?id=1=e1.trig`); as split at the first `=` otherwise."""
+        fits = [iri for iri in declared for head in (iri, f"<{iri}>") if self.written.startswith(head + "=")]
+        if not fits:
+            return self
+        iri = max(fits, key=len)
+        head = iri if self.written.startswith(iri + "=") else f"<{iri}>"
+        return StreamFile(iri, Path(self.written[len(head) + 1 :]), self.written)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +74,22 @@ class RunRequest:
     engine: str = "spark"
     master: str = "local[*]"
     rules: Sequence[Path] = ()
-    """CONSTRUCT rules whose output is fed back into the stream (EP-SPARQL Q-closure)."""
+    """CONSTRUCT rules whose output is fed back into the stream (EP-SPARQL Q-closure), or
+    C-SPARQL `REGISTER STREAM <s> AS CONSTRUCT` queries whose evaluations are the stream <s>."""
     warnings: list[str] = field(default_factory=list)
     entailment: str | None = None
     """Entailment regime of the query and its rules (`rdfs`), EventQuery.entailment."""
+    base: str | None = None
+    """The base IRI of the query's and the rules' relative IRIs (`--base`); None: each file's own
+    address (SPARQL resolves a relative IRI against the document's address, RFC 3986 §5.1.3)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A `--rule` file and its query."""
+
+    path: Path
+    query: EventQuery
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,13 +107,18 @@ class RunResult:
 
 
 def load_query(
-    path: Path, policy: ConsumptionPolicy | None = None, entailment: str | None = None
+    path: Path,
+    policy: ConsumptionPolicy | None = None,
+    entailment: str | None = None,
+    base: str | None = None,
 ) -> EventQuery:
+    """The query in `path`; its relative IRIs resolve against `base`, else the file's address."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as error:
         raise DataError(str(path), f"cannot read the query: {error.strerror}") from None
-    query = parse_event_query(text, source=str(path))
+    base_iri = base or path.resolve().as_uri()
+    query = parse_event_query(_utf8(data, path), source=str(path), base_iri=base_iri)
     if policy is not None and policy is not query.consumption:
         query = replace(query, consumption=policy)
     if entailment is not None:
@@ -82,22 +126,146 @@ def load_query(
     return query
 
 
+def _utf8(data: bytes, path: Path) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = len(data[data.rfind(b"\n", 0, error.start) + 1 : error.start].decode("utf-8", "replace")) + 1
+        byte = data[error.start]
+        raise DataError(str(path), f"the query is not UTF-8 text (byte 0x{byte:02x})", line, column) from None
+
+
+def compile_file(query: EventQuery, path: Path) -> QueryPlan:
+    """`compile_query`, its errors located in the query file."""
+    try:
+        return compile_query(query)
+    except CompileError as error:
+        raise error.located(str(path)) from None
+
+
 def read_streams(plan: QueryPlan, streams: Sequence[StreamFile]) -> list[list[GraphEvent]]:
     """Events per stream of the query, in the query's stream order. A query
     naming no streams (EP-SPARQL) reads every given stream, merged by time."""
-    wanted = list(plan.streams) or list(dict.fromkeys(s.iri for s in streams))
-    given: dict[str, list[GraphEvent]] = {}
-    for index, stream in enumerate(streams):
-        if stream.iri not in wanted:
+    return select_streams(plan.streams, read_inputs(streams, [plan.query]))
+
+
+def read_inputs(
+    files: Sequence[StreamFile], readers: Sequence[EventQuery], rules: Sequence[Rule] = ()
+) -> Streams:
+    """The event files, per stream, checked against what the query and the rules read (`readers`;
+    one naming no stream, an EP-SPARQL query, reads them all) and what the stream rules produce."""
+    produced = {rule.query.produced_stream: rule.path for rule in rules}
+    wanted = list(dict.fromkeys(decl.iri for query in readers for decl in query.streams))
+    every = any(not query.streams for query in readers)
+    files = [stream.for_query(wanted) for stream in files]
+    given: Streams = {}
+    kinds: dict[bool, tuple[Path, GraphEvent]] = {}
+    for index, stream in enumerate(files):
+        if stream.iri in produced:
             raise UsageError(
-                f"unknown stream <{stream.iri}>: the query reads " + ", ".join(f"<{iri}>" for iri in wanted)
+                f"stream <{stream.iri}> is what --rule {produced[stream.iri]} produces: "
+                "do not also give it with --stream"
             )
+        if not every and stream.iri not in wanted:
+            readers_text = "the query and its rules read" if rules else "the query reads"
+            known = ", ".join(f"<{iri}>" for iri in wanted)
+            raise UsageError(f"unknown stream <{stream.iri}>: {readers_text} {known}")
         events = read_event_file(stream.path, stream.iri, scope=f"s{index}")
+        _check_one_kind_of_time(stream.path, events, kinds)
         given.setdefault(stream.iri, []).extend(events)
-    missing = [iri for iri in wanted if iri not in given]
+    missing = [iri for iri in wanted if iri not in given and iri not in produced]
     if missing:
         raise UsageError(f"no events given for stream <{missing[0]}>: add --stream {missing[0]}=FILE")
-    return [sorted(given[iri], key=lambda e: e.time.seconds) for iri in wanted]
+    return {iri: sorted(events, key=lambda e: e.time.seconds) for iri, events in given.items()}
+
+
+def select_streams(wanted: Sequence[str], streams: Streams) -> list[list[GraphEvent]]:
+    """The event lists of the `wanted` streams, in that order; no `wanted` means every stream."""
+    return [streams[iri] for iri in (wanted or list(streams))]
+
+
+def _check_one_kind_of_time(
+    path: Path, events: Sequence[GraphEvent], kinds: dict[bool, tuple[Path, GraphEvent]]
+) -> None:
+    """All timestamps of a run are xsd:dateTimes or all are numbers: epoch seconds and abstract
+    time units do not compare. `kinds` holds the first event of each kind seen so far."""
+    for event in events:
+        kinds.setdefault(event.time.numeric, (path, event))
+        other = kinds.get(not event.time.numeric)
+        if other is None:
+            continue
+        line, column = timestamp_position(path, event.name)
+        other_line, other_column = timestamp_position(other[0], other[1].name)
+        elsewhere = f"{other[0]}" + (f":{other_line}:{other_column}" if other_line is not None else "")
+        raise DataError(
+            str(path),
+            f"timestamp {event.time.lexical} is {_kind(event)}, but {elsewhere} gives "
+            f"{other[1].time.lexical}, {_kind(other[1])}: the timestamps of one run must all be "
+            "xsd:dateTimes or all numbers (epoch seconds and abstract time units do not compare)",
+            line,
+            column,
+        )
+
+
+def _kind(event: GraphEvent) -> str:
+    return "a number" if event.time.numeric else "an xsd:dateTime"
+
+
+def load_rules(request: RunRequest) -> tuple[list[Rule], list[Rule]]:
+    """The `--rule` files: (C-SPARQL REGISTER STREAM rules, EP-SPARQL CONSTRUCT rules)."""
+    stream_rules: list[Rule] = []
+    event_rules: list[Rule] = []
+    for path in request.rules:
+        rule = Rule(path, load_query(path, request.policy, request.entailment, request.base))
+        if not is_window_query(rule.query):
+            event_rules.append(rule)
+        elif rule.query.produced_stream is None:
+            raise UsageError(
+                f"{path}: a window query as --rule is a C-SPARQL REGISTER STREAM <iri> AS CONSTRUCT ...: "
+                "its evaluations become the events of the stream it names (a SELECT or a REGISTER QUERY "
+                "yields solutions or graphs, no stream)"
+            )
+        elif any(other.query.produced_stream == rule.query.produced_stream for other in stream_rules):
+            raise UsageError(f"{path}: another --rule also produces <{rule.query.produced_stream}>")
+        else:
+            stream_rules.append(rule)
+    return stream_rules, event_rules
+
+
+def derive_streams(rules: Sequence[Rule], kb: KnowledgeBase, streams: Streams) -> None:
+    """Add the stream of each REGISTER STREAM rule to `streams`: the rule's evaluations over the
+    streams it reads (given, or produced by the rules it depends on), each one graph event stamped
+    with its evaluation time t' (the window close). A rule runs after the rules it reads from."""
+    for rule in _in_dependency_order(rules):
+        produced = rule.query.produced_stream
+        assert produced is not None
+        result = replay_window_events(plan_windows(rule.query), kb, streams)
+        streams[produced] = result.graph_events(produced)
+
+
+def _in_dependency_order(rules: Sequence[Rule]) -> list[Rule]:
+    """The rules, each after the rules whose streams it reads; a cycle cannot be replayed in time."""
+    producers = {rule.query.produced_stream: rule for rule in rules}
+    ordered: list[Rule] = []
+    visiting: list[Rule] = []
+
+    def visit(rule: Rule) -> None:
+        if rule in ordered:
+            return
+        if rule in visiting:
+            cycle = " -> ".join(str(r.path) for r in [*visiting[visiting.index(rule) :], rule])
+            raise UsageError(f"the REGISTER STREAM rules read each other's streams in a cycle: {cycle}")
+        visiting.append(rule)
+        for decl in rule.query.streams:
+            if decl.iri in producers:
+                visit(producers[decl.iri])
+        visiting.pop()
+        ordered.append(rule)
+
+    for rule in rules:
+        visit(rule)
+    return ordered
 
 
 def load_kb(files: Sequence[KbFile]) -> KnowledgeBase:
@@ -109,31 +277,40 @@ def load_kb(files: Sequence[KbFile]) -> KnowledgeBase:
 
 
 def run(request: RunRequest) -> RunResult | WindowRun:
-    query = load_query(request.query_file, request.policy, request.entailment)
+    query = load_query(request.query_file, request.policy, request.entailment, request.base)
+    stream_rules, event_rules = load_rules(request)
+    if stream_rules and request.engine != "inprocess":
+        request.warnings.append("REGISTER STREAM rules (C-SPARQL) run in-process")
     if is_window_query(query):
-        return run_windows(request, query)
-    plan = compile_query(query)
+        return run_windows(request, query, stream_rules, event_rules)
+    plan = compile_file(query, request.query_file)
     request.warnings.extend(plan.warnings)
     kb = load_kb(request.kb)
-    events = number_events(read_streams(plan, request.streams))
-    if request.rules or isinstance(query.form, ConstructForm):
-        return run_closure(request, plan, kb, events)
+    streams = read_inputs(request.streams, [query, *(r.query for r in stream_rules)], stream_rules)
+    derive_streams(stream_rules, kb, streams)
+    events = number_events(select_streams(plan.streams, streams))
+    if event_rules or isinstance(query.form, ConstructForm):
+        return run_closure(request, plan, kb, events, event_rules)
     matches = replay(plan, kb, events, request.engine, request.master)
     solutions = Projector.for_plan(plan).solutions(matches, [n.event for n in events])
     return RunResult(plan, events, matches, solutions)
 
 
 def run_closure(
-    request: RunRequest, plan: QueryPlan, kb: KnowledgeBase, events: list[NumberedEvent]
+    request: RunRequest,
+    plan: QueryPlan,
+    kb: KnowledgeBase,
+    events: list[NumberedEvent],
+    event_rules: Sequence[Rule] = (),
 ) -> RunResult:
     """The query over the stream closed under its CONSTRUCT rules (and its own
     output, when it is a CONSTRUCT query itself): in-process, per timestamp."""
     if request.engine != "inprocess":
         request.warnings.append("CONSTRUCT rules are replayed in-process: --engine spark is not used")
-    rules = [compile_query(load_query(path, request.policy, request.entailment)) for path in request.rules]
-    for path, rule in zip(request.rules, rules, strict=True):
+    rules = [compile_file(rule.query, rule.path) for rule in event_rules]
+    for source, rule in zip(event_rules, rules, strict=True):
         if not isinstance(rule.query.form, ConstructForm):
-            raise UsageError(f"{path}: a --rule must be a CONSTRUCT query")
+            raise UsageError(f"{source.path}: a --rule must be a CONSTRUCT query")
     plans = [*rules, plan]
     closure = Closure(plans, [GpmEvaluator(p.gpms, kb) for p in plans])
     matches, by_id = closure.run(events)
@@ -142,14 +319,43 @@ def run_closure(
     return RunResult(plan, events, matches[-1], solutions)
 
 
-def run_windows(request: RunRequest, query: EventQuery) -> WindowRun:
+def run_windows(
+    request: RunRequest,
+    query: EventQuery,
+    stream_rules: Sequence[Rule] = (),
+    event_rules: Sequence[Rule] = (),
+) -> WindowRun:
     """C-SPARQL and CQELS: windows queried with SPARQL, by the window runtime over Oxigraph."""
     if request.policy not in (None, ConsumptionPolicy.UNRESTRICTED):
         raise UsageError("--policy applies to event patterns, not to window queries (C-SPARQL, CQELS)")
+    if event_rules:
+        raise UsageError(
+            f"{event_rules[0].path}: an EP-SPARQL rule's events (<{DERIVED_STREAM}>) feed event patterns, "
+            "not a window query: a window query reads the streams of REGISTER STREAM rules"
+        )
     if request.engine != "inprocess":
         request.warnings.append("window queries (C-SPARQL, CQELS) run in-process: --engine spark is not used")
-    files = [(stream.iri, stream.path) for stream in request.streams]
-    return replay_windows(plan_windows(query), load_kb(request.kb), files)
+    plan = plan_windows(query)
+    kb = load_kb(request.kb)
+    streams = read_inputs(request.streams, [query, *(r.query for r in stream_rules)], stream_rules)
+    derive_streams(stream_rules, kb, streams)
+    return replay_window_events(plan, kb, streams)
+
+
+def render(result: RunResult | WindowRun, output_format: str) -> str:
+    """`rsep run --format`: jsonl, srj, or trig (a window CONSTRUCT's evaluations as graph events,
+    the format `--stream` reads, so that another run can replay a REGISTER STREAM's output)."""
+    if output_format == "jsonl":
+        return result.jsonl()
+    if output_format == "srj":
+        return result.srj()
+    if not isinstance(result, WindowRun) or result.plan.form is not Form.CONSTRUCT:
+        raise UsageError(
+            "--format trig writes graph events: the evaluations of a C-SPARQL or CQELS CONSTRUCT "
+            "(REGISTER STREAM); solutions, and EP-SPARQL CONSTRUCT matches (which span intervals), "
+            "print with --format jsonl"
+        )
+    return events_trig(result.graph_events(result.plan.query.produced_stream or ""))
 
 
 def replay(
@@ -157,7 +363,11 @@ def replay(
 ) -> list[Match]:
     if engine == "inprocess":
         return Replay(plan, GpmEvaluator(plan.gpms, kb)).run(events)
-    from rsep.plugin.spark.session import get_session
+    from rsep.plugin.spark.session import SPARK_ERRORS, get_session
     from rsep.plugin.spark.stage import SparkReplay
 
-    return SparkReplay(plan, kb, get_session(master)).run(events)
+    try:
+        return SparkReplay(plan, kb, get_session(master)).run(events)
+    except SPARK_ERRORS as error:
+        first = str(error).strip().split("\n")[0]
+        raise EngineError(f"Spark failed on {master}: {first or type(error).__name__}") from None

@@ -3,8 +3,11 @@
 A request is checked in Fuseki's order: method (405, by the route), content type (415),
 parameters (400 naming the parameter), then the text (400 with line and column). Plain SPARQL is
 checked with our grammar first, for its positions and messages in a user's words, and Oxigraph
-then runs the text exactly as the client sent it. An event query posted here is recognised and
-answered by `_event_query_response`.
+then runs the text exactly as the client sent it. Text our grammar does not read goes to
+Oxigraph as well, unless it is event-query syntax (`event_query_or_plain`): Oxigraph reads more
+than SPARQL 1.1 (LATERAL, RDF 1.2 triple terms, ADJUST). What only Oxigraph rejects gets its
+error with its line and column, what neither reads ours (`rejection`). An event query posted
+here is recognised and answered by `_event_query_response`.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ from rsep.endpoint.queries import register_text, request_options
 from rsep.endpoint.resources import resources
 from rsep.grammar import SparqlSyntaxError, parse_event_query, parse_query, parse_update
 from rsep.grammar.parser import SPARQL_GRAMMAR, get_parser
-from rsep.plugin.algebra.sparql import AskQuery, Query, SelectQuery
+from rsep.plugin.algebra.events import EventQuery
 from rsep.plugin.store import sparql_service
-from rsep.plugin.store.sparql_service import Dataset
+from rsep.plugin.store.sparql_service import Dataset, QuerySyntaxError
 
 bp = Blueprint("sparql", __name__)
 
@@ -134,39 +137,65 @@ def _dataset(params: Params, kind: Kind) -> Dataset | None:
 
 def run_query(operation: Operation) -> Response:
     base = request.base_url
+    ours: SparqlSyntaxError | None = None
     try:
-        parsed = parse_query(operation.text, source="query", base_iri=base)
-    except SparqlSyntaxError:
-        response = _event_query_response(operation.text)
+        parse_query(operation.text, source="query", base_iri=base)
+    except SparqlSyntaxError as error:
+        response = _event_query_response(operation.text, error)
         if response is not None:
             return response
-        raise
-    media_type = negotiate_request(_offers(parsed))
-    body = sparql_service.run_query(
-        resources().kb.store, operation.text, media_type=media_type, base_iri=base, dataset=operation.dataset
-    )
+        ours = error
+    try:
+        media_type, body = sparql_service.run_query(
+            resources().kb.store,
+            operation.text,
+            choose=lambda form: negotiate_request(sparql_service.OFFERS[form]),
+            base_iri=base,
+            dataset=operation.dataset,
+        )
+    except QuerySyntaxError as theirs:
+        raise rejection(ours, theirs) from None
     response = Response(body, content_type=content_type(media_type))
     response.vary.add("Accept")
     return response
 
 
-def _offers(query: Query) -> tuple[str, ...]:
-    if isinstance(query, SelectQuery):
-        return sparql_service.RESULT_MEDIA_TYPES
-    if isinstance(query, AskQuery):
-        return sparql_service.BOOLEAN_MEDIA_TYPES
-    return sparql_service.GRAPH_MEDIA_TYPES
+def event_query_or_plain(text: str, plain: SparqlSyntaxError) -> EventQuery | None:
+    """What a text that SPARQL 1.1 as rsep reads it rejects (`plain`) is: an event query (which
+    a dialect parses), None for plain SPARQL beyond our grammar (Oxigraph judges it: LATERAL,
+    triple terms, ADJUST, ...), or a malformed event query, whose dialect error is raised.
+
+    A text is event-query syntax when a dialect's parser reads further into it than the SPARQL
+    1.1 parser does (a dialect extends SPARQL 1.1, so it stops at the same place on anything
+    else), or when our grammar read all of it but a static rule failed (`plain` is raised)."""
+    if plain.static:
+        raise plain
+    try:
+        return parse_event_query(text, source=plain.source, base_iri=request.base_url)
+    except SparqlSyntaxError as error:
+        if error.static or (error.line, error.column) > (plain.line, plain.column):
+            raise
+        return None
+    except ValueError as error:  # a dialect read it and rejected it
+        raise BadRequest(str(error), parameter=plain.source) from None
 
 
-def _event_query_response(text: str) -> Response | None:
-    """What /sparql answers to a continuous (event) query, or None if `text` is not one.
+def rejection(ours: SparqlSyntaxError | None, theirs: QuerySyntaxError) -> Exception:
+    """The error to answer when Oxigraph rejects a text: ours if our grammar rejected it too (its
+    position is where SPARQL 1.1 stops, its message names what was expected in a user's words;
+    Oxigraph's PEG parser reports the furthest point any alternative looked at, which for
+    `CLEAR XYZ` is the end of the text), else Oxigraph's, with its line and column."""
+    return theirs if ours is None else ours
+
+
+def _event_query_response(text: str, plain: SparqlSyntaxError) -> Response | None:
+    """What /sparql answers to a continuous (event) query, or None if `text` is plain SPARQL.
 
     A C-SPARQL `REGISTER QUERY|STREAM name AS ...` posted here is registered as by POST
     /queries (same options, same answer); other event queries are registered with POST
     /queries, which this answer says."""
-    try:
-        query = parse_event_query(text, source="query", base_iri=request.base_url)
-    except ValueError:  # SparqlSyntaxError, or a dialect's own rejection
+    query = event_query_or_plain(text, plain)
+    if query is None:
         return None
     if query.name is not None and request.method == "POST":
         return make_response(register_text(text, request_options()))
@@ -183,15 +212,37 @@ def _event_query_response(text: str) -> Response | None:
 
 def run_update(operation: Operation) -> Response:
     base = request.base_url
-    parse_update(operation.text, source="update", base_iri=base)
     text = operation.text
-    if operation.dataset is not None:
-        text = with_using_clauses(text, operation.dataset)
-    sparql_service.run_update(resources().kb.store, text, base_iri=base)
+    try:
+        parse_update(text, source="update", base_iri=base)
+    except SparqlSyntaxError as error:
+        if error.static or operation.dataset is not None:  # USING clauses go where our parser says
+            raise
+        _refuse_event_query_as_update(text)
+        ours: SparqlSyntaxError | None = error
+    else:
+        ours = None
+        if operation.dataset is not None:
+            text = with_using_clauses(text, operation.dataset)
+    try:
+        sparql_service.run_update(resources().kb.store, text, base_iri=base)
+    except QuerySyntaxError as theirs:
+        raise rejection(ours, theirs) from None
     resources().kb.touch()
     response = Response(status=204)
     del response.headers["Content-Type"]  # no body, so no type
     return response
+
+
+def _refuse_event_query_as_update(text: str) -> None:
+    """A 400 for an event query sent as an update (its dialect's error if it is malformed); an
+    update our grammar does not read, or a query sent as an update, is Oxigraph's to judge."""
+    try:
+        parse_query(text, source="update", base_iri=request.base_url)
+    except SparqlSyntaxError as error:
+        if event_query_or_plain(text, error) is not None:
+            message = "this is a continuous event query, not an update: register it with POST /queries"
+            raise BadRequest(message, parameter="update") from None
 
 
 def with_using_clauses(text: str, dataset: Dataset) -> str:

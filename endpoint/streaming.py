@@ -9,9 +9,12 @@ continuous queries and the engine that runs them, shared by /streams and
   queries (C-SPARQL, CQELS) run on the in-process engine: with `spark`, event
   patterns go to Spark and window queries to an in-process engine next to it
   (`SplitEngine`);
-- `RSEP_START_STREAMING` (default True): start the engine with the app;
-- `RSEP_CHECKPOINT_INTERVAL` (seconds, default 1.0; 0 checkpoints after
-  every batch) and `RSEP_SSE_HEARTBEAT` (seconds, default 15).
+- `RSEP_MASTER` and `RSEP_SPARK_TRIGGER_INTERVAL` (seconds) for Spark;
+- `RSEP_START_STREAMING`: start the engine with the app;
+- `RSEP_CHECKPOINT_INTERVAL` (seconds; 0 checkpoints after every batch) and
+  `RSEP_SSE_HEARTBEAT` (seconds).
+
+Their defaults are `rsep.endpoint.app.DEFAULTS`.
 
 It appends the engine's `stop` to `app.extensions["rsep.shutdown"]`, which
 `rsep serve` calls on SIGTERM. It is called by `streams.init_app`.
@@ -82,7 +85,7 @@ def _inprocess(parts: EngineParts, **options: Any) -> InProcessEngine:
         compile_registered,
         lambda plan: GpmEvaluator(plan.gpms, kb),
         window_evaluators=lambda plan: OxigraphWindows(plan, kb),
-        checkpoint_interval=float(parts.app.config.get("RSEP_CHECKPOINT_INTERVAL", 1.0)),
+        checkpoint_interval=float(parts.app.config["RSEP_CHECKPOINT_INTERVAL"]),
         **options,
     )
 
@@ -112,8 +115,8 @@ def _spark(parts: EngineParts) -> StreamingEngine:
         parts.sink,
         compile_event_query,
         parts.resources.kb,
-        master=str(parts.app.config.get("RSEP_MASTER", "local[*]")),
-        trigger_interval=float(parts.app.config.get("RSEP_SPARK_TRIGGER_INTERVAL", 0.1)),
+        master=str(parts.app.config["RSEP_MASTER"]),
+        trigger_interval=float(parts.app.config["RSEP_SPARK_TRIGGER_INTERVAL"]),
         listeners=listeners,
         accepts=lambda query: not is_window_registration(query),
     )
@@ -133,19 +136,16 @@ def init_app(app: Flask) -> None:
     checkpoints = CheckpointStore(data / "checkpoints")
     sink = OxigraphMatchSink(found.kb)
     engine = _make_engine(EngineParts(app, found, log, registry, checkpoints, sink))
-    heartbeat = float(app.config.get("RSEP_SSE_HEARTBEAT", 15.0))
+    heartbeat = float(app.config["RSEP_SSE_HEARTBEAT"])
     app.extensions[EXTENSION] = Streaming(log, registry, checkpoints, sink, engine, heartbeat)
     app.extensions.setdefault(SHUTDOWN, []).append(lambda: engine.stop(STOP_TIMEOUT))
-    if app.config.get("RSEP_START_STREAMING", True):
+    if app.config["RSEP_START_STREAMING"]:
         engine.start()
 
 
 def _make_engine(parts: EngineParts) -> StreamingEngine:
-    name = str(parts.app.config.get("RSEP_ENGINE", "inprocess"))
+    name = str(parts.app.config["RSEP_ENGINE"])
     factory = ENGINES.get(name)
-    if factory is None and name == "spark":
-        parts.app.logger.warning("no Spark streaming engine yet: continuous queries run in-process")
-        factory = ENGINES["inprocess"]
     if factory is None:
         raise ValueError(f"RSEP_ENGINE: unknown engine {name!r} (known: {', '.join(sorted(ENGINES))})")
     return factory(parts)

@@ -2,7 +2,8 @@
 
 Each stream graph pattern `STREAM <s> [window] {P}` (CQELS-QL) or window
 block `WINDOW :w {P}` over `FROM NAMED WINDOW :w ON <s> [window]`
-(CQELS-CEP §3.1) becomes a WindowElement in place, matched against that one
+(CQELS-CEP §3.1; or written inline, §3.1's WinSpec `WINDOW :w ON <s> [window] {P}`,
+which is the same declaration and block) becomes a WindowElement in place, matched against that one
 window (RSEP-QL's `WINDOW w P`, §3.3); everything outside them reads the
 static data. The dialect reports on every new input (content change,
 RSEP-QL §3.4).
@@ -180,6 +181,8 @@ class CqelsTransformer(WindowQueryForms):
     def __init__(self, base_iri: str | None = None) -> None:
         super().__init__(base_iri)
         self._uses: list[_Use] = []
+        self._inline: list[_NamedWindow] = []
+        """Windows declared where they are used, `WINDOW :w ON <s> [window] { ... }`."""
         self._blocks: list[WindowElement] = []
         self._seqs: list[_EventClause] = []
 
@@ -211,9 +214,17 @@ class CqelsTransformer(WindowQueryForms):
 
     @v_args(meta=True)
     def window_graph_pattern(self, meta: Meta, children: list[Any]) -> WindowElement:
-        name, pattern = children
+        name, *source, pattern = children
+        if source:  # WINDOW :w ON <s> [window] {...}: FROM NAMED WINDOW :w ON <s> [window]
+            stream, window = source[0]
+            check_window(self, window, meta)
+            self._inline.append(_NamedWindow(name, stream, window, meta))
         self._uses.append(_Use(True, name, None, meta))
         return self._element(name, pattern)
+
+    def window_source(self, children: list[Any]) -> tuple[IRI, Window]:
+        stream, window = children
+        return stream, window
 
     # ------------------------------------------------------------------ CQELS-CEP SEQ
 
@@ -299,7 +310,7 @@ class CqelsTransformer(WindowQueryForms):
                 meta,
             )
         assert parts.where is not None
-        named = [e for e in parts.extras if isinstance(e, _NamedWindow)]
+        named = [e for e in parts.extras if isinstance(e, _NamedWindow)] + self._inline
         where = parts.where
         if self._seqs:
             where = self._event_clauses(where)

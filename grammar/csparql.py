@@ -8,6 +8,9 @@ merged into one graph). The dialect reports at window close (RSEP-QL §3.4).
 `timestamp(?v [, <s>])` becomes a call of the extension function
 TIMESTAMP_FUNCTION; `ASK` becomes `SELECT DISTINCT` with an empty
 projection, which yields one empty solution exactly when ASK is true.
+`REGISTER QUERY|STREAM name AS` becomes the query's Registration: its kind, and
+the name read as an IRI reference resolved against the base (the stream a
+`REGISTER STREAM ... CONSTRUCT` produces).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from lark import Token
 from lark.tree import Meta
 from lark.visitors import v_args
 
-from rsep.grammar.sparql_transformer import QueryParts, SparqlTransformer, StaticSemanticsError
+from rsep.grammar.sparql_transformer import QueryParts, SparqlTransformer, StaticSemanticsError, resolve_iri
 from rsep.grammar.window_forms import WindowQueryForms
 from rsep.plugin.algebra.events import (
     CSPARQL,
@@ -29,6 +32,8 @@ from rsep.plugin.algebra.events import (
     CountWindow,
     Duration,
     EventQuery,
+    Registration,
+    RegistrationKind,
     SelectForm,
     StreamDecl,
     TimeUnit,
@@ -46,6 +51,7 @@ _UNITS = {
     "D": TimeUnit.DAYS,
 }
 _DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)[ \t]*([A-Za-z]+)")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
 def parse_duration(token: Token) -> Duration:
@@ -57,8 +63,7 @@ def parse_duration(token: Token) -> Duration:
 
 @dataclass(frozen=True, slots=True)
 class _Register:
-    kind: str
-    name: str
+    registration: Registration
     every: Duration | None
     token: Token
 
@@ -78,11 +83,16 @@ class CsparqlTransformer(WindowQueryForms):
         return super().built_in_call(children)
 
     def register_clause(self, children: list[Any]) -> _Register:
-        kind, name, *every = children
-        return _Register(kind, str(name), every[0] if every else None, name)
+        """The name is an IRI reference (`<iri>`, or a bare name read as a relative one), resolved
+        against the base in effect where it stands: the document's, as it precedes the prologue."""
+        kind, token, *every = children
+        name = self._iriref_text(token) if token.type.endswith("IRIREF") else str(token)
+        iri = resolve_iri(self.base, name)
+        stream = iri if _SCHEME.match(iri) else None
+        return _Register(Registration(kind, name, stream), every[0] if every else None, token)
 
-    def register_kind(self, children: list[Token]) -> str:
-        return str(children[0]).upper()
+    def register_kind(self, children: list[Token]) -> RegistrationKind:
+        return RegistrationKind(str(children[0]).lower())
 
     def computed_every(self, children: list[Token]) -> Duration:
         return parse_duration(children[0])
@@ -111,7 +121,7 @@ class CsparqlTransformer(WindowQueryForms):
         if register is None:
             return query
         self._check_every(register, query)
-        return replace(query, name=register.name)
+        return replace(query, registration=register.registration)
 
     def _query(self, form: SelectForm | ConstructForm, parts: QueryParts, meta: Meta) -> EventQuery:
         streams = [e.decl for e in parts.extras if isinstance(e, _Stream)]

@@ -11,12 +11,22 @@ EqualsOptional (EqLeftJoin), UNION -> Disjunction, OPTIONAL -> EventLeftJoin,
 FILTER -> EventFilter over its group (getDURATION() etc. refer to that
 group's interval). `GRAPH <kb> {...}` blocks at the top level read the
 background knowledge base and join with the event mappings (RSEP-QL's MATCH).
+A property path that needs several triples (`:p/:q`, `^(:p/:q)`) becomes the
+join of one GPM per triple, with fresh `?__path` variables for the nodes in
+between: a path over triple occurrences, its interval their hull.
+
+What has no meaning on a stream whose answers are reported as detected and
+never retracted (§4.2, time-wise monotonicity) is refused where it is
+written: aggregates, GROUP BY, HAVING, ORDER BY, EXISTS, MINUS, BIND, VALUES,
+SERVICE, ASK, DESCRIBE, arbitrary-length paths, and LIMIT/OFFSET on a
+CONSTRUCT (its solutions feed the stream). docs/semantics.md has the reasons.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import reduce
+from itertools import pairwise
 from typing import Any
 
 from lark import Token
@@ -60,11 +70,20 @@ from rsep.plugin.algebra.sparql import (
     InlineData,
     Node,
     OptionalPattern,
+    Path,
+    PathAlternative,
+    PathInverse,
+    PathMod,
+    PathNegatedSet,
+    PathSequence,
+    Projection,
     Prologue,
     SelectQuery,
     SolutionModifiers,
     SubSelect,
+    TriplePattern,
     UnionPattern,
+    Var,
 )
 
 _TIME_FUNCTIONS = {
@@ -90,16 +109,125 @@ class _Translation:
     count: int = 0
     background: list[GraphGraphPattern] = field(default_factory=list)
     late_filters: list[Filter] = field(default_factory=list)
+    path_nodes: int = 0
+
+
+_NOT_MONOTONE = (
+    "EP-SPARQL reports each answer as soon as it is detected and never retracts it (WWW 2011 §4.2, "
+    "time-wise monotonicity)"
+)
+_REFUSED = {
+    "GROUP BY": f"GROUP BY groups the whole solution set, which a stream never completes: {_NOT_MONOTONE}; "
+    "aggregate over windows with C-SPARQL, or keep running values with a CONSTRUCT rule as in query (5)",
+    "HAVING": f"HAVING filters groups of the whole solution set: {_NOT_MONOTONE}",
+    "ORDER BY": "ORDER BY sorts the whole solution set; an EP-SPARQL query reports its answers as they are "
+    "detected, in detection order (LIMIT and OFFSET count in that order)",
+    "EXISTS": "EXISTS and NOT EXISTS are not part of EP-SPARQL (§4.2 defines no interval for them): "
+    "write the pattern into the query, or NOT EXISTS as OPTIONAL and !BOUND",
+    "MINUS": "MINUS is not part of EP-SPARQL (§4.2 defines no interval for it): write OPTIONAL and !BOUND",
+    "BIND": "BIND is not supported in an EP-SPARQL query: compute the value in the SELECT clause, "
+    "(expression AS ?var), or in a CONSTRUCT rule's sub-SELECT",
+    "VALUES": "VALUES is not supported in an EP-SPARQL query: put static data into the knowledge base "
+    "(--kb) and join it with GRAPH <kb> { ... }",
+    "SERVICE": "SERVICE is not supported in an EP-SPARQL query",
+    "ASK": "an EP-SPARQL query reports solutions as they are detected: ASK has one answer for the whole "
+    "stream; use SELECT ... LIMIT 1 (the first solution, if any)",
+    "DESCRIBE": "DESCRIBE is not supported for EP-SPARQL: use SELECT or CONSTRUCT",
+}
+
+
+def _refusing(what: str) -> Any:
+    """A transformer method that refuses its rule where it is written (`_REFUSED[what]`)."""
+
+    @v_args(meta=True)
+    def refuse(self: SparqlTransformer, meta: Meta, children: list[Any]) -> Any:
+        raise self.fail(_REFUSED[what], meta)
+
+    return refuse
 
 
 class EpsparqlTransformer(SparqlTransformer):
     """One method per rule epsparql.lark adds or overrides."""
+
+    def __init__(self, base_iri: str | None = None) -> None:
+        super().__init__(base_iri)
+        self._slices: list[Meta] = []
+        """Where LIMIT and OFFSET clauses are written, in text order."""
 
     def built_in_call(self, children: list[Any]) -> Expr:
         head = children[0]
         if isinstance(head, Token) and head.type.endswith("TIME_FUNCTION"):
             return FunctionCall(IRI(_TIME_FUNCTIONS[str(head).upper()]), ())
         return super().built_in_call(children)
+
+    # ------------------------------------------------------------------ refused where written
+
+    def _refuse(self, what: str, where: Meta | Token | object) -> StaticSemanticsError:
+        return self.fail(_REFUSED[what], where)
+
+    def aggregate(self, children: list[Any]) -> Aggregate:
+        node = super().aggregate(children)
+        raise self.fail(
+            f"aggregates ({node.name}) need the whole solution set, which a stream never completes: "
+            f"{_NOT_MONOTONE}; aggregate over windows with C-SPARQL, or keep running values with a "
+            "CONSTRUCT rule as in query (5)",
+            node,
+        )
+
+    group_clause = _refusing("GROUP BY")
+    having_clause = _refusing("HAVING")
+    order_clause = _refusing("ORDER BY")
+    exists_func = not_exists_func = _refusing("EXISTS")
+    minus_graph_pattern = _refusing("MINUS")
+    bind = _refusing("BIND")
+    inline_data = _refusing("VALUES")
+    service_graph_pattern = _refusing("SERVICE")
+    ask_query = _refusing("ASK")
+    describe_query = _refusing("DESCRIBE")
+
+    @v_args(meta=True)
+    def values_clause(self, meta: Meta, children: list[Any]) -> None:
+        if children:
+            raise self._refuse("VALUES", meta)
+
+    @v_args(meta=True)
+    def limit_clause(self, meta: Meta, children: list[int]) -> Any:
+        self._slices.append(meta)
+        return super().limit_clause(children)
+
+    @v_args(meta=True)
+    def offset_clause(self, meta: Meta, children: list[int]) -> Any:
+        self._slices.append(meta)
+        return super().offset_clause(children)
+
+    @v_args(meta=True)
+    def path_elt(self, meta: Meta, children: list[Any]) -> PathMod:
+        node = super().path_elt(children)
+        self.remember(node, *self.position(meta))
+        return node
+
+    # ------------------------------------------------------------------ the paper's draft projection
+
+    def select_var(self, children: list[Var]) -> Var:
+        return children[0]
+
+    @v_args(meta=True)
+    def draft_projection(self, meta: Meta, children: list[Expr]) -> Projection:
+        """`?sum / ?count AS ?average` (query (6)) or `?count AS ?prevcount + 1` (query (5)):
+        SPARQL 1.1's `(expression AS ?variable)`, whichever side is the variable."""
+        left, right = children
+        if isinstance(left, Var) and isinstance(right, Var):
+            a, b = left.name, right.name
+            raise self.fail(
+                f"?{a} AS ?{b} (the paper's draft syntax) could mean either variable is computed from "
+                f"the other: write (?{a} AS ?{b}) or (?{b} AS ?{a})",
+                meta,
+            )
+        if isinstance(right, Var):
+            return Projection(right, left)
+        if isinstance(left, Var):
+            return Projection(left, right)
+        raise self.fail("an item `expression AS expression` needs a variable on one side", meta)
 
     def where_body(self, children: list[Node]) -> GroupPattern:
         return self._group(self.group_graph_pattern_sub(children).items)
@@ -133,6 +261,13 @@ class EpsparqlTransformer(SparqlTransformer):
         return replace(form, prologue=prologue)
 
     def _query(self, form: SelectForm | ConstructForm, parts: QueryParts, meta: Meta) -> EventQuery:
+        sliced = parts.modifiers.limit is not None or parts.modifiers.offset is not None
+        if isinstance(form, ConstructForm) and sliced:
+            raise self.fail(
+                "LIMIT and OFFSET do not apply to an EP-SPARQL CONSTRUCT: its solutions feed the stream "
+                "(the Q-closure, §4.2, is defined over all of them)",
+                self._slices[-1] if self._slices else meta,
+            )
         if parts.dataset:
             raise self.fail("FROM and FROM NAMED do not apply to EP-SPARQL: use GRAPH <kb> { ... }", meta)
         assert parts.where is not None
@@ -186,7 +321,7 @@ class EpsparqlTransformer(SparqlTransformer):
 
     def _element(self, element: Node, state: _Translation) -> list[EventPattern]:
         if isinstance(element, BGP):
-            return [self._triple_event(triple, state) for triple in element.triples]
+            return [event for triple in element.triples for event in self._triple_events(triple, state)]
         if isinstance(element, GroupPattern):
             return [self._translate(element, state)]
         if isinstance(element, UnionPattern):
@@ -201,9 +336,42 @@ class EpsparqlTransformer(SparqlTransformer):
             raise self.fail("a sub-SELECT may only be the whole WHERE of an EP-SPARQL query", element)
         raise self.fail(f"{type(element).__name__} is not supported in an EP-SPARQL event pattern", element)
 
-    def _triple_event(self, triple: Any, state: _Translation) -> GraphPatternEvent:
+    def _triple_event(self, triple: TriplePattern, state: _Translation) -> GraphPatternEvent:
         state.count += 1
         return GraphPatternEvent(f"t{state.count}", (), GroupPattern((BGP((triple,)),)))
+
+    def _triple_events(self, triple: TriplePattern, state: _Translation) -> list[EventPattern]:
+        """One GPM per triple occurrence the pattern needs: a path over several triples
+        joins one GPM per step (SPARQL 1.1 §18.2.2.4's translation of sequence and inverse
+        paths), alternatives of such paths are unions."""
+        path = triple.predicate
+        if isinstance(path, Var) or _one_triple(path):
+            return [self._triple_event(triple, state)]
+        if isinstance(path, PathMod):
+            raise self.fail(
+                f"the path modifier {path.modifier.value} ({_REPEATS[path.modifier.value]}) is not supported "
+                "in EP-SPARQL: a path over triple occurrences has an interval only when it takes a fixed "
+                "number of steps (zero steps take none); write the steps out with /, or use SEQ",
+                path,
+            )
+        if isinstance(path, PathInverse):
+            return self._triple_events(TriplePattern(triple.object, path.path, triple.subject), state)
+        if isinstance(path, PathSequence):
+            nodes: list[Any] = [triple.subject]
+            for _ in path.steps[1:]:
+                state.path_nodes += 1
+                nodes.append(Var(f"__path{state.path_nodes}"))
+            nodes.append(triple.object)
+            return [
+                event
+                for step, (start, end) in zip(path.steps, pairwise(nodes), strict=True)
+                for event in self._triple_events(TriplePattern(start, step, end), state)
+            ]
+        assert isinstance(path, PathAlternative)
+        options = [
+            self._triple_events(TriplePattern(triple.subject, o, triple.object), state) for o in path.options
+        ]
+        return [Disjunction(tuple(_joined_events(events) for events in options))]
 
     def _chain(self, chain: TemporalChain, state: _Translation) -> EventPattern:
         patterns = [self._translate(group, state) for group in chain.groups]
@@ -236,6 +404,24 @@ class EpsparqlTransformer(SparqlTransformer):
         if not local:
             return pattern
         return EventFilter(pattern, reduce(lambda a, b: BinaryOp("&&", a, b), local))
+
+
+_REPEATS = {"*": "zero or more steps", "+": "one or more steps", "?": "zero or one step"}
+
+
+def _one_triple(path: Path) -> bool:
+    """Does every match of the path use exactly one triple (so one GPM matches it)?"""
+    if isinstance(path, (IRI, PathNegatedSet)):
+        return True
+    if isinstance(path, PathInverse):
+        return _one_triple(path.path)
+    if isinstance(path, PathAlternative):
+        return all(map(_one_triple, path.options))
+    return False
+
+
+def _joined_events(events: list[EventPattern]) -> EventPattern:
+    return events[0] if len(events) == 1 else EventJoin(tuple(events))
 
 
 def _combine(operator: str, left: EventPattern, right: EventPattern) -> EventPattern:

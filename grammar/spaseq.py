@@ -32,6 +32,7 @@ from rsep.plugin.algebra.events import (
     SelectForm,
     SelectionStrategy,
     Sequence,
+    SourcePosition,
     StreamDecl,
     TimeUnit,
 )
@@ -56,6 +57,7 @@ _UNITS = {
 @dataclass(frozen=True, slots=True)
 class _Partition:
     variables: tuple[Var, ...]
+    positions: tuple[SourcePosition, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +95,7 @@ class _Conjuncts:
 class _Element:
     operand: Any
     modifier: str | None
+    position: SourcePosition
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +118,7 @@ class SpaseqTransformer(SparqlTransformer):
         return Duration(float(amount), _UNITS[str(unit).upper().rstrip("S")])
 
     def partition_clause(self, children: list[Var]) -> _Partition:
-        return _Partition(tuple(children))
+        return _Partition(tuple(children), tuple(self._source_position(v) for v in children))
 
     def stream_clause(self, children: list[Any]) -> _Stream:
         alias, iri = children
@@ -134,9 +137,10 @@ class SpaseqTransformer(SparqlTransformer):
     def seq_alternatives(self, children: list[Any]) -> Any:
         return children[0] if len(children) == 1 else _Alternatives(tuple(children))
 
-    def seq_element(self, children: list[Any]) -> _Element:
+    @v_args(meta=True)
+    def seq_element(self, meta: Meta, children: list[Any]) -> _Element:
         modifier = str(children[1]) if len(children) > 1 else None
-        return _Element(children[0], modifier)
+        return _Element(children[0], modifier, self._source_position(meta))
 
     def seq_expression(self, children: list[Any]) -> _SeqExpression:
         elements = tuple(c for c in children if isinstance(c, _Element))
@@ -165,7 +169,7 @@ class SpaseqTransformer(SparqlTransformer):
         streams = self._streams([e for e in parts.extras if isinstance(e, _Stream)])
         gpms = self._gpms(body.definitions, streams)
         within = [e for e in parts.extras if isinstance(e, Duration)]
-        partition = [v for e in parts.extras if isinstance(e, _Partition) for v in e.variables]
+        partitions = [e for e in parts.extras if isinstance(e, _Partition)]
         clause = parts.select
         assert clause is not None
         return EventQuery(
@@ -174,7 +178,8 @@ class SpaseqTransformer(SparqlTransformer):
             streams=tuple(StreamDecl(iri.value, alias) for alias, iri in streams.items()),
             where=GroupPattern((MatchElement(self._pattern(body.sequence, gpms)),)),
             within=within[-1] if within else None,
-            partition_by=tuple(partition),
+            partition_by=tuple(v for e in partitions for v in e.variables),
+            partition_positions=tuple(p for e in partitions for p in e.positions),
         )
 
     def finish_query(self, form: Any, prologue: Prologue, values: InlineData | None) -> Any:
@@ -208,7 +213,8 @@ class SpaseqTransformer(SparqlTransformer):
                     known = ", ".join(streams)
                     raise self._error(f"unknown stream {alias} (the query declares {known})", alias)
                 iris.append(streams[str(alias)].value)
-            gpms[name] = GraphPatternEvent(name, tuple(iris), definition.pattern)
+            where = self._source_position(definition.name)
+            gpms[name] = GraphPatternEvent(name, tuple(iris), definition.pattern, where)
         return gpms
 
     def _pattern(self, expression: _SeqExpression, gpms: dict[str, GraphPatternEvent]) -> EventPattern:
@@ -228,9 +234,9 @@ class SpaseqTransformer(SparqlTransformer):
             iteration = SelectionStrategy.SKIP_TILL_NEXT if leading else SelectionStrategy.STRICT
             return KleenePlus(inner, iteration)
         if element.modifier == "?":
-            return OptionalEvent(inner)
+            return OptionalEvent(inner, element.position)
         if element.modifier == "!":
-            return Negation(inner)
+            return Negation(inner, element.position)
         return inner
 
     def _operand(self, operand: Any, gpms: dict[str, GraphPatternEvent]) -> EventPattern:
@@ -246,6 +252,9 @@ class SpaseqTransformer(SparqlTransformer):
             return Conjunction(tuple(self._operand(o, gpms) for o in operand.operands))
         assert isinstance(operand, _Alternatives)
         return Disjunction(tuple(self._operand(o, gpms) for o in operand.options))
+
+    def _source_position(self, where: object | Token | Meta) -> SourcePosition:
+        return SourcePosition(*self.position(where))
 
     def _error(self, message: str, where: Token | Meta) -> StaticSemanticsError:
         line, column = self.position(where)

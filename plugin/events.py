@@ -8,6 +8,7 @@ core free of any RDF library.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ _INTEGER_TYPES = frozenset(
     )
 )  # fmt: skip
 _NUMBER_TYPES = _INTEGER_TYPES | {XSD + "decimal", XSD + "double", XSD + "float"}
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+"""RFC 8259's number syntax."""
 
 
 class TimestampError(ValueError):
@@ -69,13 +72,23 @@ class Timestamp:
         return cls(moment.timestamp(), moment.isoformat().replace("+00:00", "Z"), False)
 
     def json(self) -> int | float | str:
-        """As the input wrote it: a JSON number for numbers, the ISO string otherwise."""
+        """As a JSON value: the number for numbers, the ISO string otherwise (`json_text` keeps
+        a number's lexical form)."""
         if not self.numeric:
             return self.lexical
         try:
             return int(self.lexical)
         except ValueError:
             return float(self.lexical)
+
+    def json_text(self) -> str:
+        """As JSON text, the way the input wrote it: a number's lexical form verbatim when it is
+        JSON number syntax (`1.50` stays `1.50`, `1e3` stays `1e3`), otherwise the number it
+        denotes (`+3` is `3`, `.5` is `0.5`, `0004.000` is `4.0`); a dateTime as its string."""
+        lexical = self.lexical.strip()
+        if self.numeric and _JSON_NUMBER.fullmatch(lexical):
+            return lexical
+        return json.dumps(self.json(), ensure_ascii=False)
 
 
 def _datetime_seconds(lexical: str) -> float:

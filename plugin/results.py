@@ -16,7 +16,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rsep.plugin.algebra.events import ConstructForm, QueryForm, SelectForm
-from rsep.plugin.algebra.sparql import IRI, XSD_STRING, BNode, Literal, Projection, TriplePattern, Var
+from rsep.plugin.algebra.sparql import (
+    IRI,
+    XSD_STRING,
+    BNode,
+    Literal,
+    Projection,
+    SolutionModifiers,
+    TriplePattern,
+    Var,
+)
 from rsep.plugin.compile.plan import QueryPlan
 from rsep.plugin.events import GraphEvent
 from rsep.plugin.expr import ExprError, compile_expr
@@ -54,16 +63,54 @@ def _apply(columns: Sequence[Column], mapping: Mapping[str, str]) -> dict[str, s
     return row
 
 
+class Slice:
+    """LIMIT and OFFSET over answers reported as they are detected (docs/semantics.md): the
+    answers numbered OFFSET+1 .. OFFSET+LIMIT in detection order are reported. `numbered`
+    maps the identity of each answer numbered so far to whether it was reported, so that an
+    answer produced again (the endpoint re-reports a timestamp that was still open) keeps its
+    number. It holds at most OFFSET+LIMIT entries (OFFSET without a LIMIT: OFFSET), and is
+    all the state there is: the endpoints checkpoint it."""
+
+    def __init__(self, limit: int | None = None, offset: int | None = None) -> None:
+        self.limit = limit
+        self.offset = offset or 0
+        self.numbered: dict[object, bool] = {}
+
+    @property
+    def active(self) -> bool:
+        return self.limit is not None or self.offset > 0
+
+    def admit(self, identity: object) -> bool:
+        """Number the answer `identity` (if new) and say whether it is reported."""
+        known = self.numbered.get(identity)
+        if known is not None:
+            return known
+        count = len(self.numbered)
+        if self.limit is None:
+            if count >= self.offset:
+                return True  # past OFFSET with no LIMIT: nothing left to count
+        elif count >= self.offset + self.limit:
+            return False
+        self.numbered[identity] = count >= self.offset
+        return count >= self.offset
+
+
 class Projector:
     """SELECT's projection applied to matches, `(expr AS ?v)` included; with
-    DISTINCT, a projected row is reported the first time only. A sub-SELECT's
+    DISTINCT, a projected row is reported the first time only; LIMIT/OFFSET
+    then slice the answers in detection order (`Slice`). A sub-SELECT's
     projection (`EventQuery.solution_projection`) applies first, for SELECT and
     CONSTRUCT alike."""
 
     def __init__(
-        self, names: Sequence[str], form: QueryForm, solution_projection: Sequence[Projection] | None = None
+        self,
+        names: Sequence[str],
+        form: QueryForm,
+        solution_projection: Sequence[Projection] | None = None,
+        modifiers: SolutionModifiers | None = None,
     ) -> None:
         self.names = tuple(names)
+        self.slice = Slice() if modifiers is None else Slice(modifiers.limit, modifiers.offset)
         self.template = form.template if isinstance(form, ConstructForm) else None
         self.distinct = isinstance(form, SelectForm) and form.distinct
         inner = solution_projection
@@ -77,7 +124,8 @@ class Projector:
 
     @classmethod
     def for_plan(cls, plan: QueryPlan) -> Projector:
-        return cls(plan.output_vars, plan.query.form, plan.query.solution_projection)
+        query = plan.query
+        return cls(plan.output_vars, query.form, query.solution_projection, query.modifiers)
 
     def solution(self, mapping: Mapping[str, str]) -> Mapping[str, str]:
         """A match's mapping as the query form sees it (through the sub-SELECT, if any)."""
@@ -91,6 +139,12 @@ class Projector:
                 return None
             self._seen.add(key)
         return row
+
+    def admit(self, match: Match) -> bool:
+        """LIMIT/OFFSET: is this answer (past DISTINCT) reported? Call in detection order."""
+        if not self.slice.active:
+            return True
+        return self.slice.admit((match.events, tuple(sorted(match.mapping.items()))))
 
     def construct(self, match: Match, label: str | None = None) -> tuple[tuple[str, str, str], ...]:
         """CONSTRUCT: the template instantiated with the match (blank nodes named after `label`,
@@ -107,21 +161,23 @@ class Projector:
                 out.append(Solution(match, contributing, {}, triples))
                 continue
             row = self.project(match.mapping)
-            if row is not None:
+            if row is not None and self.admit(match):
                 out.append(Solution(match, contributing, row))
         return out
 
 
 def jsonl_line(solution: Solution) -> str:
-    record: dict[str, object] = {
-        "start": min((e.begins for e in solution.events), key=lambda t: t.seconds).json(),
-        "end": solution.events[-1].time.json(),
-    }
+    """`{"start": T, "end": T, "bindings": {...}}` (or `"triples": [...]`). The times are written
+    as JSON text by `Timestamp.json_text`, which keeps a number as the input wrote it (`1.50`):
+    a JSON encoder would print the float it parses to."""
+    start = min((e.begins for e in solution.events), key=lambda t: t.seconds).json_text()
+    end = solution.events[-1].time.json_text()
     if solution.triples is None:
-        record["bindings"] = solution.bindings
+        name, value = "bindings", json.dumps(solution.bindings, ensure_ascii=False)
     else:
-        record["triples"] = [f"{s} {p} {o} ." for s, p, o in solution.triples]
-    return json.dumps(record, ensure_ascii=False)
+        triples = [f"{s} {p} {o} ." for s, p, o in solution.triples]
+        name, value = "triples", json.dumps(triples, ensure_ascii=False)
+    return f'{{"start": {start}, "end": {end}, "{name}": {value}}}'
 
 
 def match_label(match: Match) -> str:

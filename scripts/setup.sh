@@ -18,8 +18,39 @@ done
 if [ -z "$python" ]; then
   echo "rsep needs Python 3.11 or newer (set PYTHON=/path/to/python3.11)" >&2; exit 1
 fi
-if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
-  echo "rsep needs Java 17 for Spark: install a JDK 17 and put java on PATH (or set JAVA_HOME)" >&2; exit 1
+if ! "$python" -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  echo "$python cannot create virtual environments (no venv/ensurepip module): install it, e.g." \
+       "apt-get install python3-venv (or python3.11-venv) on Debian and Ubuntu" >&2; exit 1
+fi
+
+# Spark 4 runs on Java 17 or newer. The java checked is the one Spark will start: $JAVA_HOME/bin/java
+# when JAVA_HOME is set, else java on the PATH (spark-submit's rule).
+java_major() {  # the major version `$1 -version` reports: "1.8.0_392" -> 8, "17.0.15" -> 17
+  local version
+  version=$("$1" -version 2>&1 | sed -n 's/.* version "\([^"]*\)".*/\1/p' | head -n 1)
+  case "$version" in
+    1.*) version=${version#1.} ;;
+  esac
+  version=${version%%[!0-9]*}
+  echo "${version:-0}"
+}
+java_hint="install a Java 17 (or newer) runtime, e.g. apt-get install openjdk-17-jre-headless, and put its java on PATH or set JAVA_HOME"
+if [ -n "${JAVA_HOME:-}" ]; then
+  java="$JAVA_HOME/bin/java"
+  if [ ! -x "$java" ]; then
+    echo "JAVA_HOME=$JAVA_HOME has no bin/java: $java_hint" >&2; exit 1
+  fi
+elif command -v java >/dev/null 2>&1; then
+  java=$(command -v java)
+else
+  echo "rsep needs Java 17 or newer for Spark, and there is no java: $java_hint" >&2; exit 1
+fi
+major=$(java_major "$java")
+if [ "$major" -lt 17 ]; then
+  found="Java $major"
+  if [ "$major" = 0 ]; then found="of an unknown version ($("$java" -version 2>&1 | head -n 1))"; fi
+  echo "rsep needs Java 17 or newer for Spark, and $java is $found: $java_hint" >&2
+  exit 1
 fi
 
 # The browser tests (tests/browser) drive a headless Chromium: Debian's package, at
@@ -57,8 +88,8 @@ ensure_chromium() {
 }
 if [ -n "$extras" ]; then ensure_chromium; fi
 
-if [ ! -x .venv/bin/python ]; then
-  "$python" -m venv .venv
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
+  "$python" -m venv --clear .venv  # (again, if an earlier attempt left it without pip)
 fi
 stamp=".venv/.rsep-installed${extras}"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then

@@ -151,30 +151,36 @@ def mentioned_vars(element: Node) -> frozenset[str]:
 
 def graph_names(element: Node) -> frozenset[str | None]:
     """IRIs of the GRAPH blocks nested anywhere in an element (None for GRAPH ?var)."""
+    own: frozenset[str | None] = frozenset()
     if isinstance(element, GraphGraphPattern):
-        own: frozenset[str | None] = frozenset(
-            (None if isinstance(element.name, Var) else element.name.value,)
-        )
-        return own | graph_names(element.pattern)
-    if isinstance(element, Filter):
-        return _expr_graph_names(element.expr)
-    if isinstance(element, Bind):
-        return _expr_graph_names(element.expr)
-    children: tuple[Node, ...] = ()
+        own = frozenset((None if isinstance(element.name, Var) else element.name.value,))
+    return reduce(frozenset.union, map(graph_names, _subpatterns(element)), own)
+
+
+def service_blocks(element: Node) -> tuple[ServicePattern, ...]:
+    """The SERVICE blocks nested anywhere in an element (EXISTS and sub-SELECTs included)."""
+    own = (element,) if isinstance(element, ServicePattern) else ()
+    return own + tuple(block for child in _subpatterns(element) for block in service_blocks(child))
+
+
+def _subpatterns(element: Node) -> tuple[Node, ...]:
+    """The patterns directly inside an element, those of EXISTS in its expressions included."""
+    if isinstance(element, (Filter, Bind)):
+        return _expr_patterns(element.expr)
     if isinstance(element, GroupPattern):
-        children = element.elements
-    elif isinstance(element, (OptionalPattern, MinusPattern, ServicePattern)):
-        children = (element.pattern,)
-    elif isinstance(element, UnionPattern):
-        children = element.branches
-    elif isinstance(element, SubSelect):
-        children = (element.query.where,)
-    return reduce(frozenset.union, map(graph_names, children), frozenset())
+        return element.elements
+    if isinstance(element, (OptionalPattern, MinusPattern, ServicePattern, GraphGraphPattern)):
+        return (element.pattern,)
+    if isinstance(element, UnionPattern):
+        return element.branches
+    if isinstance(element, SubSelect):
+        return (element.query.where,)
+    return ()
 
 
-def _expr_graph_names(expr: Expr) -> frozenset[str | None]:
+def _expr_patterns(expr: Expr) -> tuple[Node, ...]:
     if isinstance(expr, Exists):
-        return graph_names(expr.pattern)
+        return (expr.pattern,)
     children: tuple[Expr, ...] = ()
     if isinstance(expr, BinaryOp):
         children = (expr.left, expr.right)
@@ -184,7 +190,7 @@ def _expr_graph_names(expr: Expr) -> frozenset[str | None]:
         children = (expr.expr, *expr.options)
     elif isinstance(expr, FunctionCall):
         children = expr.args
-    return reduce(frozenset.union, map(_expr_graph_names, children), frozenset())
+    return tuple(pattern for child in children for pattern in _expr_patterns(child))
 
 
 def map_expr(expr: Expr, replace_node: Callable[[Expr], Expr | None]) -> Expr:

@@ -150,6 +150,19 @@ class StreamDecl(Node):
     window: Window | None = None
 
 
+# --------------------------------------------------------------------------- source positions
+
+
+@dataclass(frozen=True, slots=True)
+class SourcePosition:
+    """Where a construct was written in the query text (1-based line and column), kept on the
+    nodes the compiler may reject after parsing so that its error points there. Fields holding
+    one are never compared: where a node was written does not change what it means."""
+
+    line: int
+    column: int
+
+
 # --------------------------------------------------------------------------- event patterns
 
 
@@ -165,6 +178,8 @@ class GraphPatternEvent(Node):
     name: str
     streams: tuple[str, ...]
     pattern: GroupPattern
+    position: SourcePosition | None = field(default=None, compare=False)
+    """Where the GPM is defined (its name in `DEFINE GPM`), for compile errors."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +226,8 @@ class Negation(Node):
     sequence (SPAseq Appendix B `!`; CQELS-CEP's negated SEQ element)."""
 
     element: EventPattern
+    position: SourcePosition | None = field(default=None, compare=False)
+    """Where the element is written in its sequence, for compile errors."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +235,8 @@ class OptionalEvent(Node):
     """Zero or one occurrence inside a sequence (SPAseq Appendix B `?`)."""
 
     element: EventPattern
+    position: SourcePosition | None = field(default=None, compare=False)
+    """Where the element is written in its sequence, for compile errors."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,6 +379,30 @@ class ConstructForm(Node):
 QueryForm = Union[SelectForm, ConstructForm]
 
 
+class RegistrationKind(Enum):
+    """What a registered C-SPARQL query yields (EDBT 2010 §2: `REGISTER QUERY|STREAM name AS`)."""
+
+    QUERY = "query"
+    """The answer at each evaluation: the solution bag (SELECT, ASK) or the constructed graph."""
+    STREAM = "stream"
+    """A stream of results, each stamped with its evaluation time t' (RSEP-QL §3.4). A CONSTRUCT's
+    results are graph events of the stream `Registration.stream` that other queries read with
+    `FROM STREAM`; a SELECT's are solution mappings, which form no RDF stream (docs/semantics.md)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Registration(Node):
+    """`REGISTER QUERY|STREAM name [COMPUTED EVERY d] AS` before a C-SPARQL query."""
+
+    kind: RegistrationKind
+    name: str
+    """As written: a bare name, or an IRI written `<...>` (resolved against the base)."""
+    stream: str | None = None
+    """The IRI of the stream the name denotes: the name read as an IRI reference and resolved
+    against the query's base (`rsep run --base`, default the query file's address); None when
+    it stays relative (no base)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Dialect(Node):
     """A dialect's defaults: data, not branches in the runtime."""
@@ -389,9 +432,11 @@ class EventQuery(Node):
     within: Duration | None = None
     consumption: ConsumptionPolicy = ConsumptionPolicy.UNRESTRICTED
     partition_by: tuple[Var, ...] = ()
+    partition_positions: tuple[SourcePosition, ...] = field(default=(), compare=False)
+    """Where each `partition_by` variable is written (empty when not parsed from text)."""
     static_graphs: tuple[str, ...] = ()
     modifiers: SolutionModifiers = SolutionModifiers()
-    name: str | None = None
+    registration: Registration | None = None
     prologue: Prologue = field(default_factory=Prologue)
     entailment: str | None = None
     """Entailment regime the patterns match under (`rdfs`; None: simple, the graphs as stored).
@@ -401,6 +446,20 @@ class EventQuery(Node):
     """A sub-SELECT's projection between the pattern and the form (EP-SPARQL rule (5):
     `CONSTRUCT {...} WHERE { SELECT ((?n + 1) AS ?m) WHERE { P } }`): every solution of `where`
     is projected, expressions computed, before the form sees it. None: no sub-SELECT."""
+
+    @property
+    def name(self) -> str | None:
+        """The registered name (C-SPARQL's REGISTER QUERY|STREAM), None for a plain query."""
+        return self.registration.name if self.registration is not None else None
+
+    @property
+    def produced_stream(self) -> str | None:
+        """The stream whose graph events this query's results are: a C-SPARQL
+        `REGISTER STREAM <iri> AS CONSTRUCT ...`; None for any other query."""
+        registration = self.registration
+        if registration is None or registration.kind is not RegistrationKind.STREAM:
+            return None
+        return registration.stream if isinstance(self.form, ConstructForm) else None
 
     @property
     def event_pattern(self) -> EventPattern | None:

@@ -31,6 +31,7 @@ from rsep.plugin.algebra.events import (
     OptionalEvent,
     SelectionStrategy,
     Sequence,
+    SourcePosition,
 )
 from rsep.plugin.nfa.automaton import (
     Atom,
@@ -45,7 +46,35 @@ from rsep.plugin.nfa.automaton import (
 
 
 class CompileError(ValueError):
-    """A pattern the NFA compiler rejects, with the reason."""
+    """A query the compiler rejects, with the reason and, when the query was parsed from text,
+    where the construct at fault is written. `str()` is the message alone until `located` names
+    the source: then it is `source:line:column: message` (or `source: message`)."""
+
+    def __init__(
+        self, message: str, position: SourcePosition | None = None, source: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message, self.position, self.source = message, position, source
+
+    def __str__(self) -> str:
+        if self.source is None:
+            return self.message
+        if self.position is None:
+            return f"{self.source}: {self.message}"
+        return f"{self.source}:{self.position.line}:{self.position.column}: {self.message}"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.message, self.position, self.source))
+
+    def at(self, position: SourcePosition | None) -> CompileError:
+        """This error, positioned at `position` unless it already has a position."""
+        if self.position is not None or position is None:
+            return self
+        return type(self)(self.message, position, self.source)
+
+    def located(self, source: str) -> CompileError:
+        """This error, in the query text named `source` (a file name, `query`)."""
+        return type(self)(self.message, self.position, source)
 
 
 class Modifier(Enum):
@@ -63,6 +92,9 @@ class Element:
     iteration: SelectionStrategy  # between Kleene+ occurrences
     label: str
     variables: frozenset[str]
+    written: str = ""
+    """The element as the query writes it (GPM names), for error messages."""
+    position: SourcePosition | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,14 +146,28 @@ def _element(
     gpm_vars: Callable[[GraphPatternEvent], frozenset[str]],
 ) -> Element:
     modifier, iteration, inner = Modifier.ONE, SelectionStrategy.STRICT, item
+    position = None
     if isinstance(item, KleenePlus):
         modifier, iteration, inner = Modifier.PLUS, item.iteration, item.element
     elif isinstance(item, OptionalEvent):
-        modifier, inner = Modifier.OPTIONAL, item.element
+        modifier, inner, position = Modifier.OPTIONAL, item.element, item.position
     elif isinstance(item, Negation):
-        modifier, inner = Modifier.NEGATED, item.element
+        modifier, inner, position = Modifier.NEGATED, item.element, item.position
     atom, variables = _atom(inner, gpm_index, gpm_vars)
-    return Element(atom, modifier, strategy, iteration, format_atom(atom) + modifier.value, variables)
+    label = format_atom(atom) + modifier.value
+    return Element(
+        atom, modifier, strategy, iteration, label, variables, _written(inner) + modifier.value, position
+    )
+
+
+def _written(item: EventPattern) -> str:
+    """An element as the query writes it: GPM names, not the plan's indices."""
+    if isinstance(item, GraphPatternEvent):
+        return item.name
+    if isinstance(item, (Conjunction, Disjunction)):
+        joiner = " & " if isinstance(item, Conjunction) else " | "
+        return "(" + joiner.join(map(_written, item.operands)) + ")"
+    return type(item).__name__
 
 
 def _atom(
@@ -145,15 +191,18 @@ def _atom(
 
 def _check_ends(elements: list[Element]) -> None:
     absent = (Modifier.OPTIONAL, Modifier.NEGATED)
-    if elements[0].modifier in absent:
+    first, last = elements[0], elements[-1]
+    if first.modifier in absent:
         raise CompileError(
-            f"the sequence cannot start with '{elements[0].label}': an optional or negated element "
-            "needs an element before it to delimit the gap it talks about"
+            f"the sequence cannot start with '{first.written}': an optional or negated element "
+            "needs an element before it to delimit the gap it talks about",
+            first.position,
         )
-    if elements[-1].modifier in absent:
+    if last.modifier in absent:
         raise CompileError(
-            f"the sequence cannot end with '{elements[-1].label}': an optional or negated element "
-            "needs an element after it to delimit the gap it talks about"
+            f"the sequence cannot end with '{last.written}': an optional or negated element "
+            "needs an element after it to delimit the gap it talks about",
+            last.position,
         )
 
 

@@ -23,25 +23,30 @@ rewrite introduced are then dropped (`hidden`) and the rows made distinct.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rsep.plugin.algebra.analysis import (
     certain_vars,
     expr_vars,
     graph_names,
+    map_expr,
     mentioned_vars,
     pattern_vars,
+    service_blocks,
 )
 from rsep.plugin.algebra.events import GraphPatternEvent
+from rsep.plugin.algebra.groups import map_group, map_in_graph
 from rsep.plugin.algebra.serialize import to_sparql
 from rsep.plugin.algebra.sparql import (
     BGP,
+    Aggregate,
     BinaryOp,
     Bind,
     Expr,
     Filter,
     FunctionCall,
     GraphGraphPattern,
+    GroupCondition,
     GroupPattern,
     InlineData,
     Literal,
@@ -55,8 +60,8 @@ from rsep.plugin.algebra.sparql import (
     Var,
 )
 from rsep.plugin.compile.automaton import CompileError
-from rsep.plugin.compile.entailment import BackgroundLookup, is_hidden
-from rsep.plugin.nfa.automaton import ResidualFilter
+from rsep.plugin.compile.entailment import BackgroundLookup, is_blank_node_var, is_hidden
+from rsep.plugin.nfa.automaton import Atom, ResidualFilter
 
 EVENT_VAR = "__rsep_event"
 EVENT_GRAPH_PREFIX = "urn:rsep:event:"
@@ -91,6 +96,10 @@ class GpmPlan:
     lookups: tuple[Lookup, ...] = ()
     hidden: tuple[str, ...] = ()
     """Variables dropped from the rows after the joins (then made distinct)."""
+    needs: tuple[tuple[Atom, ...], ...] | None = None
+    """None: matched against every event. Otherwise a lazy conjunction operand, matched only at
+    the timestamps where, for one of these conjunctions, every atom has rows
+    (rsep.plugin.compile.lazy)."""
 
 
 def plan_gpm(index: int, gpm: GraphPatternEvent) -> GpmPlan:
@@ -102,8 +111,17 @@ def plan_gpm(index: int, gpm: GraphPatternEvent) -> GpmPlan:
     nested = frozenset().union(*(graph_names(e) for e in rest), *(graph_names(f) for f in filters))
     if None in nested or any(isinstance(b.name, Var) for b in kb_blocks):
         raise CompileError(
-            f"GPM {gpm.name}: GRAPH ?variable is not supported inside a GPM; name the knowledge-base graph"
+            f"GPM {gpm.name}: GRAPH ?variable is not supported inside a GPM; name the knowledge-base graph",
+            gpm.position,
         )
+    if service_blocks(gpm.pattern):
+        raise CompileError(
+            f"GPM {gpm.name}: SERVICE is not supported inside a GPM: GPMs are matched batch by batch "
+            "(on Spark executors too), where a remote call would make matches depend on the network; "
+            "load that data into the knowledge base and read it with GRAPH <kb> {...}",
+            gpm.position,
+        )
+    map_in_graph(gpm.pattern, lambda e: _check_subselect(gpm, e))
     hidden = frozenset(n for n in pattern_vars(gpm.pattern) if is_hidden(n))
     late = pattern_vars(GroupPattern(tuple(lookups))) - hidden  # bound by lookups, after the query
     if nested or not _separable(rest, kb_blocks):
@@ -198,10 +216,11 @@ def _local(used: frozenset[str], own: frozenset[str], certain: frozenset[str], l
 
 
 def _projected(names: frozenset[str], hidden: frozenset[str], lookups: tuple[Lookup, ...]) -> tuple[str, ...]:
-    """What the event query returns: the hidden variables only where a lookup joins on them (the
-    rows are made distinct after the joins anyway, so the query may be DISTINCT)."""
+    """What the event query returns: the hidden variables only where a lookup joins on them or
+    they stand for a blank node (the rows are made distinct over the visible variables and the
+    blank nodes after the joins anyway, so the query may be DISTINCT)."""
     keys = {key for lookup in lookups for key in lookup.keys}
-    return tuple(sorted(n for n in names if n not in hidden or n in keys))
+    return tuple(sorted(n for n in names if n not in hidden or n in keys or is_blank_node_var(n)))
 
 
 def _lookup(block: BackgroundLookup, bound: frozenset[str]) -> Lookup:
@@ -240,9 +259,60 @@ def _select(names: list[str] | tuple[str, ...], where: GroupPattern, distinct: b
 def _event_select(
     names: tuple[str, ...], parts: tuple[Node, ...], extra: tuple[Node, ...] = (), distinct: bool = False
 ) -> SelectQuery:
-    inner = GroupPattern(parts)
+    inner = map_group(GroupPattern(parts), _in_event_graph)
     where = GroupPattern((GraphGraphPattern(Var(EVENT_VAR), inner), *extra))
     return _select((EVENT_VAR, *names), where, distinct)
+
+
+def _in_event_graph(element: Node) -> Node | None:
+    """A sub-select matched against the event graph, written with the graph inside it:
+    `GRAPH ?e { { SELECT V WHERE { P } GROUP BY G } }` as `{ SELECT ?e V WHERE { GRAPH ?e { P } }
+    GROUP BY ?e G }`, the same solutions (SPARQL 1.1 §18.5, Graph; one group set per graph).
+    Oxigraph (0.5) evaluates a sub-select nested in `GRAPH ?e` against the union of the graphs,
+    without binding ?e."""
+    if not isinstance(element, SubSelect):
+        return None
+    query, event = element.query, Var(EVENT_VAR)
+    where = GroupPattern((GraphGraphPattern(event, map_group(query.where, _in_event_graph)),))
+    projection = None if query.projection is None else (Projection(event), *query.projection)
+    modifiers = query.modifiers
+    if modifiers.group_by:
+        modifiers = replace(modifiers, group_by=(GroupCondition(event), *modifiers.group_by))
+    return SubSelect(replace(query, projection=projection, where=where, modifiers=modifiers))
+
+
+def _check_subselect(gpm: GraphPatternEvent, element: Node) -> None:
+    """What `_in_event_graph` cannot move into a sub-select: a LIMIT or OFFSET (per event graph,
+    not over the batch) and aggregates without GROUP BY (one group per event graph, even an
+    event graph without solutions)."""
+    if not isinstance(element, SubSelect):
+        return
+    query = element.query
+    if query.modifiers.limit is not None or query.modifiers.offset is not None:
+        reason = "LIMIT or OFFSET"
+    elif not query.modifiers.group_by and (query.modifiers.having or _aggregates(query.projection or ())):
+        reason = "aggregates without GROUP BY"
+    else:
+        return
+    raise CompileError(
+        f"GPM {gpm.name}: a sub-select with {reason} is not supported inside a GPM: GPMs are matched "
+        "batch by batch, and the sub-select would have to be evaluated per event graph",
+        gpm.position,
+    )
+
+
+def _aggregates(projection: tuple[Projection, ...]) -> bool:
+    found: list[Expr] = []
+
+    def visit(node: Expr) -> Expr | None:
+        if isinstance(node, Aggregate):
+            found.append(node)
+        return None
+
+    for item in projection:
+        if item.expr is not None:
+            map_expr(item.expr, visit)
+    return bool(found)
 
 
 def split_conjuncts(filters: list[Filter]) -> list[Filter]:

@@ -4,25 +4,44 @@ EP-SPARQL's operators are joins over interval-stamped solutions: Join (any
 temporal order, interval = hull), SeqJoin (left ends before right starts),
 EqJoin (equal intervals), their optional forms, and FILTERs that read the
 interval. The NFA takes events in detection order (by end time), so a pattern
-is rewritten into every detection order its leaves can occur in:
+is rewritten into the detection orders its parts can occur in. A *part* is
+what one position of a run's intervals stands for: a leaf (one GPM, one
+triple pattern) or a *join group*:
 
-- a leaf (one triple pattern) is one step;
-- `L SEQ R`: L's orders followed by R's, and every step of R must start
-  after the end of L's last step (needed once derived events carry intervals);
-- `L AND R` / `L EQUALS R`: every interleaving (shuffle) of an order of L with
-  one of R, where steps of both may also fall on one timestamp (they then
-  form a conjunction step); EQUALS also requires equal intervals;
+- a join of leaves (a BGP, or juxtaposed triple patterns) is one part, a
+  `JoinAtom` the runtime evaluates as a whole: it keeps the occurrences of
+  its leaves and yields, at each timestamp, the joins completed there (at
+  least one occurrence at that timestamp), with the hull of their intervals.
+  The order in which the leaves occur does not matter to a join, so it is
+  not enumerated (consuming policies, which pick inputs step by step, and
+  GPMs with residual filters keep leaf parts);
+- `L SEQ R`: L's orders followed by R's, and every part of R must start
+  after the end of L (needed once derived events or join groups carry
+  intervals);
+- `L AND R` / `L EQUALS R` (other operands): every interleaving (shuffle) of
+  an order of L with one of R, where steps of both may also fall on one
+  timestamp (they then form a conjunction step); EQUALS also requires equal
+  intervals;
 - `L UNION R`: the orders of both;
-- FILTER: checked as soon as the steps of its group are all taken, with the
+- FILTER: checked as soon as the parts of its group are all taken, with the
   group's interval available to getDURATION()/getSTARTTIME()/getENDTIME().
+
+Every constraint names the parts it reads, and a run keeps the interval of
+each part it took, so a conjunction step holding parts of both sides of an
+EQUALS still compares each side's own interval.
 
 The optional operators add *anti-joins*: the mandatory side stands alone only
 if no compatible solution of the optional side exists with the required
-temporal relation. The optional side is then also compiled as an auxiliary
-pattern whose completed solutions the runtime remembers (per key, within the
-window) and checks when the mandatory side completes — by which time, since
-events arrive in end-time order, every solution that could match has been
-seen (EP-SPARQL's time-wise monotonicity).
+temporal relation (and the optional group's FILTERs, its condition F, true on
+both). The optional side is then also compiled as an auxiliary pattern whose
+completed solutions the runtime remembers (per key) and checks when the
+mandatory side completes — by which time, since events arrive in end-time
+order, every solution that could match has been seen (EP-SPARQL's time-wise
+monotonicity). An auxiliary pattern is *bounded* when its solutions only
+matter while they are recent (EQUALSOPTIONAL: same interval as a mandatory
+side, which the window bounds): its runs, join occurrences and remembered
+solutions expire with the window. Otherwise (OPTIONALSEQ, OPTIONAL, NO_HEAD:
+a solution ended however long ago still blocks) they are kept.
 
 CQELS-CEP's SEQ with one negated element (§4.2) uses the same anti-joins, the
 negated element being the auxiliary pattern: SEQ(!N, R...) is NO_HEAD (no
@@ -33,8 +52,9 @@ sequence ends, up to the evaluation time). NO_TAIL is the one anti-join a
 later event can still violate after detection: the runtime keeps such matches
 pending and decides them at an evaluation time (`Runtime.settle`).
 
-The number of orders grows quickly with the number of unordered leaves
-(13 for three, 75 for four); patterns beyond `MAX_ALTERNATIVES` are rejected.
+The number of orders grows quickly with the number of unordered operands
+that are not leaves (13 for three, 75 for four); patterns beyond
+`MAX_ALTERNATIVES` are rejected.
 """
 
 from __future__ import annotations
@@ -73,6 +93,7 @@ from rsep.plugin.nfa.automaton import (
     GpmAtom,
     IntervalFilter,
     IntervalSpec,
+    JoinAtom,
     Relation,
     ResidualFilter,
     State,
@@ -80,54 +101,107 @@ from rsep.plugin.nfa.automaton import (
 
 MAX_ALTERNATIVES = 4096
 _ANY = SelectionStrategy.SKIP_TILL_ANY
+_BOUNDED = frozenset({Relation.SAME_INTERVAL, Relation.WITHIN_GAP})
+"""Anti-join relations a remembered solution can only satisfy while it is younger than the
+window (it must lie within the mandatory side's interval or gap, which the window bounds)."""
+
+Part = tuple[str, ...]
+"""The GPM names of a part: one for a leaf, several for a join group."""
+Parts = frozenset[Part]
+
+
+@dataclass(frozen=True, slots=True)
+class PartFilter:
+    """A FILTER over the interval of `parts`, checked once `needs` (⊇ parts) are taken."""
+
+    parts: Parts
+    expr: Expr
+    scope: frozenset[str] | None
+    needs: Parts
+
+
+@dataclass(frozen=True, slots=True)
+class PartAnti:
+    """`AntiJoin` over parts (see there)."""
+
+    aux: int
+    parts: Parts
+    relation: Relation
+    later: Parts = frozenset()
+    scope: frozenset[str] | None = None
+    condition: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Alternative:
-    """One detection order: `steps[i]` are the leaf GPMs taken together at
-    step i (one timestamp); `after[i]` the steps whose end step i must start
-    after; `equal` pairs of step sets with equal intervals; `filters` the
-    FILTERs with the steps of their group; `anti` the anti-joins checked at
+    """One detection order: `steps[i]` are the parts taken together at step i
+    (one timestamp); `after[part]` the parts whose end `part` must start
+    after; `equal` pairs of part sets with equal intervals; `filters` the
+    FILTERs over the parts of their group; `anti` the anti-joins checked at
     acceptance; `aux` set when this alternative records solutions for an
     anti-join instead of reporting matches."""
 
-    steps: tuple[frozenset[str], ...]
-    after: tuple[frozenset[int], ...]
-    equal: tuple[tuple[frozenset[int], frozenset[int]], ...] = ()
-    filters: tuple[IntervalFilter, ...] = ()
-    anti: tuple[AntiJoin, ...] = ()
+    steps: tuple[Parts, ...]
+    after: Mapping[Part, Parts] = field(default_factory=dict)
+    equal: tuple[tuple[Parts, Parts], ...] = ()
+    filters: tuple[PartFilter, ...] = ()
+    anti: tuple[PartAnti, ...] = ()
     aux: int | None = None
+
+    @property
+    def parts(self) -> Parts:
+        return frozenset().union(*self.steps)
 
 
 @dataclass
 class _Context:
-    """Auxiliary patterns handed out while flattening one query."""
+    """Auxiliary patterns handed out while flattening one query, whether each
+    is bounded (its solutions expire with the window), and whether leaves
+    may form join groups."""
 
+    joins: bool = True
+    variables: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Per GPM name, the variables it binds."""
     auxiliaries: list[list[Alternative]] = field(default_factory=list)
+    bounded: list[bool] = field(default_factory=list)
+    owner_bounded: bool = True
 
-    def auxiliary(self, pattern: EventPattern) -> int:
+    def auxiliary(self, pattern: EventPattern, relation: Relation) -> int:
         index = len(self.auxiliaries)
+        bounded = self.owner_bounded and relation in _BOUNDED
         self.auxiliaries.append([])  # reserve the index before recursing
-        self.auxiliaries[index] = [replace(a, aux=index) for a in _alternatives(pattern, self)]
+        self.bounded.append(bounded)
+        outer, self.owner_bounded = self.owner_bounded, bounded
+        try:
+            self.auxiliaries[index] = [replace(a, aux=index) for a in _alternatives(pattern, self)]
+        finally:
+            self.owner_bounded = outer
         return index
 
+    def bound(self, alternative: Alternative) -> frozenset[str]:
+        """The variables an alternative's parts bind: what a FILTER or an anti-join over it
+        sees (the bindings of its own group's solution, SPARQL §18.2.2, not of other
+        parts that bind the same names, nor of the branches of a UNION not taken)."""
+        return frozenset().union(*(self.variables[name] for part in alternative.parts for name in part))
 
-def flatten(pattern: EventPattern) -> tuple[list[Alternative], list[list[Alternative]]]:
-    """The alternatives of `pattern`, and those of each auxiliary pattern."""
-    context = _Context()
+
+def flatten(pattern: EventPattern, *, joins: bool = True) -> tuple[list[Alternative], _Context]:
+    """The alternatives of `pattern`, and the context holding those of each auxiliary pattern."""
+    context = _Context(joins=joins, variables=_gpm_variables(pattern))
     main = _alternatives(pattern, context)
     total = len(main) + sum(map(len, context.auxiliaries))
     if total > MAX_ALTERNATIVES:
         raise CompileError(
             f"the pattern has {total} detection orders (more than {MAX_ALTERNATIVES}): "
-            "split large unordered groups of triple patterns, or order them with SEQ"
+            "it joins too many groups that are not plain triple patterns in one group; "
+            "order some of them with SEQ, or split the query"
         )
-    return main, context.auxiliaries
+    return main, context
 
 
 def _alternatives(pattern: EventPattern, context: _Context) -> list[Alternative]:
     if isinstance(pattern, GraphPatternEvent):
-        return [Alternative((frozenset((pattern.name,)),), (frozenset(),))]
+        return [_leaf((pattern.name,))]
     if isinstance(pattern, Sequence):
         _require_skip_till_any(pattern)
         if any(isinstance(element, Negation) for element in pattern.elements):
@@ -142,41 +216,95 @@ def _alternatives(pattern: EventPattern, context: _Context) -> list[Alternative]
             "runtime, not inside an event pattern"
         )
     if isinstance(pattern, EventJoin):
-        result = _alternatives(pattern.operands[0], context)
-        for operand in pattern.operands[1:]:
-            result = [s for a, b in product(result, _alternatives(operand, context)) for s in _shuffles(a, b)]
-        return result
+        return _join(pattern, context)
     if isinstance(pattern, Equals):
         return [
-            replace(s, equal=(*s.equal, (frozenset(left), frozenset(right))))
+            replace(s, equal=(*s.equal, (a.parts, b.parts)))
             for a, b in product(_alternatives(pattern.left, context), _alternatives(pattern.right, context))
-            for s, left, right in _shuffles_with_sides(a, b)
-            if max(left) == max(right)  # equal ends: both sides complete at one timestamp
+            for s, last_a, last_b in _shuffles_with_sides(a, b)
+            if last_a == last_b  # equal ends: both sides complete at one timestamp
         ]
     if isinstance(pattern, Disjunction):
         return [a for operand in pattern.operands for a in _alternatives(operand, context)]
     if isinstance(pattern, EventFilter):
-        scope = event_vars(pattern.element)
-        return [_with_filter(a, pattern.expr, scope) for a in _alternatives(pattern.element, context)]
-    if isinstance(pattern, OptionalSequence):
-        positive = _alternatives(Sequence((pattern.left, pattern.right), (_ANY,)), context)
-        return positive + _anti(pattern.right, pattern.left, Relation.BEFORE_START, context)
-    if isinstance(pattern, EqualsOptional):
-        positive = _alternatives(Equals(pattern.left, pattern.right), context)
-        return positive + _anti(pattern.left, pattern.right, Relation.SAME_INTERVAL, context)
-    if isinstance(pattern, EventLeftJoin):
-        optional, condition = _peel_filters(pattern.right)
-        scope = event_vars(pattern.left) | event_vars(optional)
-        positive = [
-            s if condition is None else _with_filter(s, condition, scope)
-            for a, b in product(_alternatives(pattern.left, context), _alternatives(optional, context))
-            for s, left, right in _shuffles_with_sides(a, b)
-            if max(right) <= max(left)  # the optional side ends no later (docs/semantics.md: t'_end <= t_end)
+        return [
+            _with_filter(a, pattern.expr, context.bound(a)) for a in _alternatives(pattern.element, context)
         ]
-        return positive + _anti(pattern.left, optional, Relation.NOT_AFTER_END, context, condition)
+    if isinstance(pattern, (OptionalSequence, EqualsOptional, EventLeftJoin)):
+        return _optional(pattern, context)
     if isinstance(pattern, Negation):
         raise CompileError("a negated element (!) is an element of a SEQ, between or beside positive ones")
     raise CompileError(f"{type(pattern).__name__} is not supported in an interval pattern")
+
+
+def _leaf(part: Part) -> Alternative:
+    return Alternative((frozenset((part,)),))
+
+
+def _join(pattern: EventJoin, context: _Context) -> list[Alternative]:
+    """Join: the leaf operands form one join group (or stay leaves, see the module
+    docstring); the other operands are shuffled with it and with each other."""
+    operands = _join_operands(pattern)
+    leaves = [op for op in operands if isinstance(op, GraphPatternEvent)]
+    others = [op for op in operands if not isinstance(op, GraphPatternEvent)]
+    if context.joins and len(leaves) > 1:
+        units = [[_leaf(tuple(leaf.name for leaf in leaves))]]
+    else:
+        units = [[_leaf((leaf.name,))] for leaf in leaves]
+    units += [_alternatives(op, context) for op in others]
+    result = units[0]
+    for unit in units[1:]:
+        result = [s for a, b in product(result, unit) for s, _, _ in _shuffles_with_sides(a, b)]
+    return result
+
+
+def _join_operands(pattern: EventJoin) -> list[EventPattern]:
+    """The operands of nested joins (`{ {P1} { {P2} {P3} } }`): Join is associative,
+    hull included, so they are one join."""
+    out: list[EventPattern] = []
+    for operand in pattern.operands:
+        nested = isinstance(operand, EventJoin) and not operand.intersect
+        out.extend(_join_operands(operand) if nested else [operand])  # type: ignore[arg-type]
+    return out
+
+
+def _optional(
+    pattern: OptionalSequence | EqualsOptional | EventLeftJoin, context: _Context
+) -> list[Alternative]:
+    """The positive join, with the optional group's FILTERs F as its condition, plus the
+    mandatory side alone under an anti-join (§4.2: SeqRightJoin, EqLeftJoin, LeftJoin)."""
+    if isinstance(pattern, OptionalSequence):  # SeqRightJoin(Ψ' = left, optional; Ψ = right)
+        optional, condition = _peel_filters(pattern.left)
+        mandatory, relation = pattern.right, Relation.BEFORE_START
+        joined = _alternatives(Sequence((optional, mandatory), (_ANY,)), context)
+        positive = [_with_condition(a, condition, a.parts, context) for a in joined]
+    elif isinstance(pattern, EqualsOptional):  # EqLeftJoin(Ψ = left; Ψ' = right, optional)
+        mandatory, relation = pattern.left, Relation.SAME_INTERVAL
+        optional, condition = _peel_filters(pattern.right)
+        joined = _alternatives(Equals(mandatory, optional), context)
+        positive = [_with_condition(a, condition, a.parts, context) for a in joined]
+    else:  # LeftJoin: the optional side ends no later (docs/semantics.md: t'_end <= t_end)
+        mandatory, relation = pattern.left, Relation.NOT_AFTER_END
+        optional, condition = _peel_filters(pattern.right)
+        positive = [
+            _with_condition(s, condition, a.parts, context)
+            for a, b in product(_alternatives(mandatory, context), _alternatives(optional, context))
+            for s, last_a, last_b in _shuffles_with_sides(a, b)
+            if last_b <= last_a
+        ]
+    return positive + _anti(mandatory, optional, relation, context, condition)
+
+
+def _with_condition(
+    alternative: Alternative, condition: Expr | None, interval: Parts, context: _Context
+) -> Alternative:
+    """F over the joined mapping; getDURATION() and friends read the interval of
+    `interval` (the joined solution for Filter(F, SeqJoin/EqJoin), the mandatory
+    side for LeftJoin, as §4.2 writes them)."""
+    if condition is None:
+        return alternative
+    check = PartFilter(interval, condition, context.bound(alternative), alternative.parts)
+    return replace(alternative, filters=(*alternative.filters, check))
 
 
 def _sequence_without(pattern: Sequence, context: _Context) -> list[Alternative]:
@@ -189,21 +317,27 @@ def _sequence_without(pattern: Sequence, context: _Context) -> list[Alternative]
         raise CompileError("a SEQ with a negated element needs a positive element")
     negation = pattern.elements[index]
     assert isinstance(negation, Negation)
-    aux = context.auxiliary(negation.element)
+    right_elements = pattern.elements[index + 1 :]
+    relation = (
+        Relation.BEFORE_START
+        if index == 0
+        else Relation.AFTER_END
+        if not right_elements
+        else Relation.WITHIN_GAP
+    )
+    aux = context.auxiliary(negation.element, relation)
     if any(a.anti for a in context.auxiliaries[aux]):
         raise CompileError("a negated element cannot itself hold a negated or optional element")
     left = _alternatives(_subsequence(pattern.elements[:index]), context) if index else []
-    right_elements = pattern.elements[index + 1 :]
     right = _alternatives(_subsequence(right_elements), context) if right_elements else []
     if index == 0:  # NO_HEAD: no compatible N ends before the sequence starts
-        return [_with_anti(b, AntiJoin(aux, _all_steps(b), Relation.BEFORE_START)) for b in right]
+        return [_with_anti(b, PartAnti(aux, b.parts, relation)) for b in right]
     if not right_elements:  # NO_TAIL: no compatible N starts after the sequence ends (settled at t)
-        return [_with_anti(a, AntiJoin(aux, _all_steps(a), Relation.AFTER_END)) for a in left]
+        return [_with_anti(a, PartAnti(aux, a.parts, relation)) for a in left]
     result = []
     for a, b in product(left, right):  # SEQ_WO: no compatible N within [end of L, start of R]
         joined = _then(a, b)
-        later = frozenset(range(len(a.steps), len(joined.steps)))
-        result.append(_with_anti(joined, AntiJoin(aux, _all_steps(a), Relation.WITHIN_GAP, later)))
+        result.append(_with_anti(joined, PartAnti(aux, a.parts, relation, b.parts)))
     return result
 
 
@@ -212,11 +346,7 @@ def _subsequence(elements: tuple[EventPattern, ...]) -> EventPattern:
     return elements[0] if len(elements) == 1 else Sequence(elements, tuple(any_ for _ in elements[1:]))
 
 
-def _all_steps(alternative: Alternative) -> frozenset[int]:
-    return frozenset(range(len(alternative.steps)))
-
-
-def _with_anti(alternative: Alternative, anti: AntiJoin) -> Alternative:
+def _with_anti(alternative: Alternative, anti: PartAnti) -> Alternative:
     return replace(alternative, anti=(*alternative.anti, anti))
 
 
@@ -235,19 +365,19 @@ def _anti(
     """The mandatory side alone, unless a solution of the optional side is
     compatible with the mandatory side's bindings (not the whole match: the
     operator may sit inside a larger pattern) and satisfies `condition`."""
-    aux = context.auxiliary(optional)
-    scope = event_vars(mandatory)
+    aux = context.auxiliary(optional, relation)
     return [
         _with_anti(
-            alternative, AntiJoin(aux, _all_steps(alternative), relation, scope=scope, condition=condition)
+            alternative,
+            PartAnti(aux, alternative.parts, relation, scope=context.bound(alternative), condition=condition),
         )
         for alternative in _alternatives(mandatory, context)
     ]
 
 
 def _peel_filters(pattern: EventPattern) -> tuple[EventPattern, Expr | None]:
-    """An OPTIONAL group's own FILTERs, which SPARQL's LeftJoin evaluates over
-    both sides."""
+    """An optional group's own FILTERs, which the optional operators (SPARQL's LeftJoin,
+    and EP-SPARQL's SeqRightJoin and EqLeftJoin, §4.2) evaluate over both sides."""
     conditions: list[Expr] = []
     while isinstance(pattern, EventFilter):
         conditions.append(pattern.expr)
@@ -257,66 +387,43 @@ def _peel_filters(pattern: EventPattern) -> tuple[EventPattern, Expr | None]:
     return pattern, reduce(lambda x, y: BinaryOp("&&", x, y), conditions)
 
 
-def event_vars(pattern: EventPattern) -> frozenset[str]:
-    """Variables an event pattern may bind (its GPMs')."""
-    if isinstance(pattern, GraphPatternEvent):
-        return pattern_vars(pattern.pattern)
-    return frozenset().union(*(event_vars(child) for child in event_children(pattern)))
-
-
 def _then(a: Alternative, b: Alternative) -> Alternative:
-    """a SEQ b: b's steps follow, each starting after a's last step ends."""
-    offset = len(a.steps)
-    last = frozenset((offset - 1,))
+    """a SEQ b: b's steps follow, each of b's parts starting after a ends (a's last step)."""
+    last = a.steps[-1]
     return Alternative(
         steps=a.steps + b.steps,
-        after=a.after + tuple(last | _shift(s, offset) for s in b.after),
-        equal=a.equal + tuple((_shift(x, offset), _shift(y, offset)) for x, y in b.equal),
-        filters=a.filters + tuple(replace(f, steps=_shift(f.steps, offset)) for f in b.filters),
-        anti=a.anti
-        + tuple(replace(j, steps=_shift(j.steps, offset), later=_shift(j.later, offset)) for j in b.anti),
+        after={**a.after, **{part: b.after.get(part, frozenset()) | last for part in b.parts}},
+        equal=a.equal + b.equal,
+        filters=a.filters + b.filters,
+        anti=a.anti + b.anti,
     )
 
 
-def _shift(steps: frozenset[int], offset: int) -> frozenset[int]:
-    return frozenset(s + offset for s in steps)
-
-
-def _shuffles(a: Alternative, b: Alternative) -> Iterator[Alternative]:
-    for merged, _, _ in _shuffles_with_sides(a, b):
-        yield merged
-
-
-def _shuffles_with_sides(a: Alternative, b: Alternative) -> Iterator[tuple[Alternative, set[int], set[int]]]:
+def _shuffles_with_sides(a: Alternative, b: Alternative) -> Iterator[tuple[Alternative, int, int]]:
     """Every interleaving of a's and b's steps keeping each side's order,
     with steps of both sides possibly merged into one timestamp; yields the
-    merged alternative and the new step indices of each side."""
+    merged alternative and the index of each side's last step in it."""
     for plan in _interleavings(len(a.steps), len(b.steps)):
-        place_a: list[int] = []
-        place_b: list[int] = []
-        steps: list[frozenset[str]] = []
+        steps: list[Parts] = []
+        taken_a = taken_b = 0
+        last_a = last_b = -1
         for index, (take_a, take_b) in enumerate(plan):
-            names: frozenset[str] = frozenset()
+            parts: Parts = frozenset()
             if take_a:
-                place_a.append(index)
-                names |= a.steps[len(place_a) - 1]
+                parts |= a.steps[taken_a]
+                taken_a, last_a = taken_a + 1, index
             if take_b:
-                place_b.append(index)
-                names |= b.steps[len(place_b) - 1]
-            steps.append(names)
-        after: list[frozenset[int]] = [frozenset()] * len(plan)
-        for old, new in enumerate(place_a):
-            after[new] |= _remap(a.after[old], place_a)
-        for old, new in enumerate(place_b):
-            after[new] |= _remap(b.after[old], place_b)
+                parts |= b.steps[taken_b]
+                taken_b, last_b = taken_b + 1, index
+            steps.append(parts)
         merged = Alternative(
             steps=tuple(steps),
-            after=tuple(after),
-            equal=_remap_pairs(a.equal, place_a) + _remap_pairs(b.equal, place_b),
-            filters=_remap_filters(a.filters, place_a) + _remap_filters(b.filters, place_b),
-            anti=_remap_anti(a.anti, place_a) + _remap_anti(b.anti, place_b),
+            after={**a.after, **b.after},
+            equal=a.equal + b.equal,
+            filters=a.filters + b.filters,
+            anti=a.anti + b.anti,
         )
-        yield merged, set(place_a), set(place_b)
+        yield merged, last_a, last_b
 
 
 def _interleavings(m: int, n: int) -> Iterator[list[tuple[bool, bool]]]:
@@ -335,26 +442,9 @@ def _interleavings(m: int, n: int) -> Iterator[list[tuple[bool, bool]]]:
             yield [(True, True), *rest]
 
 
-def _remap(steps: frozenset[int], places: list[int]) -> frozenset[int]:
-    return frozenset(places[s] for s in steps)
-
-
-def _remap_pairs(
-    pairs: tuple[tuple[frozenset[int], frozenset[int]], ...], places: list[int]
-) -> tuple[tuple[frozenset[int], frozenset[int]], ...]:
-    return tuple((_remap(x, places), _remap(y, places)) for x, y in pairs)
-
-
-def _remap_filters(filters: tuple[IntervalFilter, ...], places: list[int]) -> tuple[IntervalFilter, ...]:
-    return tuple(replace(f, steps=_remap(f.steps, places)) for f in filters)
-
-
-def _remap_anti(anti: tuple[AntiJoin, ...], places: list[int]) -> tuple[AntiJoin, ...]:
-    return tuple(replace(j, steps=_remap(j.steps, places), later=_remap(j.later, places)) for j in anti)
-
-
 def _with_filter(a: Alternative, expr: Expr, scope: frozenset[str]) -> Alternative:
-    return replace(a, filters=(*a.filters, IntervalFilter(_all_steps(a), expr, scope)))
+    parts = a.parts
+    return replace(a, filters=(*a.filters, PartFilter(parts, expr, scope, parts)))
 
 
 # --------------------------------------------------------------------------- alternatives -> automaton
@@ -369,6 +459,97 @@ class _Node:
     children: list[int] = field(default_factory=list)
 
 
+@dataclass
+class _Builder:
+    """Turns alternatives into trie nodes: parts get positions in a run's
+    intervals (in step order, within a step in the order of the step's atom),
+    join groups get their `JoinAtom` (one memory per group and boundedness)."""
+
+    gpm_index: Mapping[str, int]
+    bounded: list[bool]
+    joins: dict[tuple[Part, bool], JoinAtom] = field(default_factory=dict)
+    variables: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    def atom(self, part: Part, bounded: bool) -> Atom:
+        if len(part) == 1:
+            return GpmAtom(self.gpm_index[part[0]])
+        key = (part, bounded)
+        found = self.joins.get(key)
+        if found is None:
+            names = sorted(part, key=self.gpm_index.__getitem__)
+            found = self.joins[key] = JoinAtom(
+                tuple(GpmAtom(self.gpm_index[n]) for n in names),
+                memory=len(self.joins),
+                windowed=bounded,
+                orders=_join_orders([self.variables.get(n, frozenset()) for n in names]),
+            )
+        return found
+
+    def order(self, step: Parts) -> list[Part]:
+        return sorted(step, key=lambda part: min(map(self.gpm_index.__getitem__, part)))
+
+    def nodes(self, alternative: Alternative) -> Iterator[_Node]:
+        bounded = alternative.aux is None or self.bounded[alternative.aux]
+        ordered = [self.order(step) for step in alternative.steps]
+        position = {part: i for i, part in enumerate(p for step in ordered for p in step)}
+        step_of = {part: i for i, step in enumerate(ordered) for part in step}
+
+        def at(parts: Parts) -> frozenset[int]:
+            return frozenset(position[p] for p in parts)
+
+        def due(parts: Parts) -> int:
+            return max(step_of[p] for p in parts)
+
+        last = len(ordered) - 1
+        for index, parts in enumerate(ordered):
+            atoms = [self.atom(part, bounded) for part in parts]
+            final = index == last
+            spec = IntervalSpec(
+                step=index,
+                after=tuple(at(alternative.after.get(part, frozenset())) for part in parts),
+                equal=tuple((at(x), at(y)) for x, y in alternative.equal if due(x | y) == index),
+                filters=tuple(
+                    IntervalFilter(at(f.parts), f.expr, f.scope)
+                    for f in alternative.filters
+                    if due(f.needs) == index
+                ),
+                anti=tuple(
+                    AntiJoin(j.aux, at(j.parts), j.relation, at(j.later), j.scope, j.condition)
+                    for j in alternative.anti
+                )
+                if final
+                else (),
+                records=alternative.aux if final else None,
+                auxiliary=not bounded,
+            )
+            label = " ".join("+".join(part) for part in parts)
+            if alternative.aux is not None:
+                label += f" (aux {alternative.aux})"
+            yield _Node(atoms[0] if len(atoms) == 1 else ConjunctionAtom(tuple(atoms)), spec, final, label)
+
+
+def _gpm_variables(pattern: EventPattern) -> dict[str, frozenset[str]]:
+    if isinstance(pattern, GraphPatternEvent):
+        return {pattern.name: pattern_vars(pattern.pattern)}
+    return {name: found for child in event_children(pattern) for name, found in _gpm_variables(child).items()}
+
+
+def _join_orders(variables: list[frozenset[str]]) -> tuple[tuple[int, ...], ...]:
+    """Per first operand, an order to join a group's operands in: next the one sharing
+    most variables with those already bound (a hash join on them), else the first left."""
+    orders = []
+    for first in range(len(variables)):
+        order, bound = [first], set(variables[first])
+        rest = [k for k in range(len(variables)) if k != first]
+        while rest:
+            best = max(rest, key=lambda k: (len(variables[k] & bound), -k))
+            rest.remove(best)
+            order.append(best)
+            bound |= variables[best]
+        orders.append(tuple(order))
+    return tuple(orders)
+
+
 def compile_interval_automaton(
     pattern: EventPattern,
     gpm_index: Mapping[str, int],
@@ -379,15 +560,15 @@ def compile_interval_automaton(
 ) -> Automaton:
     """One automaton for all alternatives: a trie, so that alternatives
     sharing their first steps share the states (and the runs) for them."""
-    main, auxiliaries = flatten(pattern)
+    joins = policy is ConsumptionPolicy.UNRESTRICTED and not any(residuals)
+    main, context = flatten(pattern, joins=joins)
+    builder = _Builder(gpm_index, context.bounded, variables=_gpm_variables(pattern))
     nodes: list[_Node] = []
     memo: dict[tuple[object, ...], int] = {}
     roots: list[int] = []
-    for alternative in [*main, *(a for group in auxiliaries for a in group)]:
+    for alternative in [*main, *(a for group in context.auxiliaries for a in group)]:
         parent: int | None = None
-        last = len(alternative.steps) - 1
-        for index, leaves in enumerate(alternative.steps):
-            node = _node(alternative, index, leaves, gpm_index, final=index == last)
+        for node in builder.nodes(alternative):
             key = (parent, node.atom, node.spec, node.accepting)
             found = memo.get(key)
             if found is None:
@@ -414,35 +595,20 @@ def compile_interval_automaton(
     return Automaton(states, tuple(roots), residuals, within, policy)
 
 
-def _node(
-    alternative: Alternative, index: int, leaves: frozenset[str], gpm_index: Mapping[str, int], *, final: bool
-) -> _Node:
-    atoms = [GpmAtom(gpm_index[name]) for name in sorted(leaves, key=gpm_index.__getitem__)]
-    atom: Atom = atoms[0] if len(atoms) == 1 else ConjunctionAtom(tuple(atoms))
-    spec = IntervalSpec(
-        step=index,
-        after=alternative.after[index],
-        equal=tuple(pair for pair in alternative.equal if max(pair[0] | pair[1]) == index),
-        filters=tuple(f for f in alternative.filters if max(f.steps) == index),
-        anti=alternative.anti if final else (),
-        records=alternative.aux if final else None,
-        auxiliary=alternative.aux is not None,
-    )
-    label = "+".join(sorted(leaves)) + ("" if alternative.aux is None else f" (aux {alternative.aux})")
-    return _Node(atom, spec, final, label)
-
-
 # --------------------------------------------------------------------------- window pushing
 
+_XSD = "http://www.w3.org/2001/XMLSchema#"
 _DURATION = re.compile(
     r"^(-)?P(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?$"
 )
 
 
 def duration_bound(pattern: EventPattern) -> float | None:
-    """The window implied by a top-level `getDURATION() < "P30D"` (or <=) FILTER
-    conjunct (EP-SPARQL §5): runs older than that can never match, so they are
-    pruned and memory stays bounded on an unbounded stream."""
+    """The window implied by a top-level `getDURATION() < "P30D"^^xsd:duration` (or
+    <=, or the comparison written the other way round) FILTER conjunct (EP-SPARQL
+    §5): runs, join occurrences and bounded remembered solutions older than that
+    can never be part of a match, so they are dropped and memory stays bounded on
+    an unbounded stream."""
     bounds: list[float] = []
     node = pattern
     while isinstance(node, EventFilter):
@@ -460,12 +626,24 @@ def _conjuncts(expr: Expr) -> list[Expr]:
     return [expr]
 
 
+_FLIPPED = {">": "<", ">=": "<="}
+_DURATION_TYPES = frozenset(_XSD + name for name in ("duration", "dayTimeDuration"))
+
+
 def _bound(expr: Expr) -> float | None:
-    if not isinstance(expr, BinaryOp) or expr.op not in ("<", "<="):
+    """`getDURATION() < d` or `<=` (also written `d > getDURATION()` or `>=`): d in seconds."""
+    if not isinstance(expr, BinaryOp):
         return None
-    call, limit = expr.left, expr.right
+    call, limit, op = expr.left, expr.right, expr.op
+    if op in _FLIPPED:
+        call, limit, op = limit, call, _FLIPPED[op]
+    if op not in ("<", "<="):
+        return None
     if not (
-        isinstance(call, FunctionCall) and call.name == IRI(DURATION_FUNCTION) and isinstance(limit, Literal)
+        isinstance(call, FunctionCall)
+        and call.name == IRI(DURATION_FUNCTION)
+        and isinstance(limit, Literal)
+        and limit.datatype in _DURATION_TYPES
     ):
         return None
     match = _DURATION.match(limit.lexical)

@@ -40,6 +40,7 @@ from rsep.plugin.compile.automaton import CompileError, compile_automaton
 from rsep.plugin.compile.entailment import entail_pattern
 from rsep.plugin.compile.gpm import GpmPlan, plan_gpm
 from rsep.plugin.compile.intervals import compile_interval_automaton, duration_bound
+from rsep.plugin.compile.lazy import lazy_needs
 from rsep.plugin.nfa.automaton import Automaton
 from rsep.plugin.terms import term_to_nt
 
@@ -73,7 +74,7 @@ def compile_query(query: EventQuery) -> QueryPlan:
     if query.entailment is not None:
         pattern = entail_pattern(pattern, query.entailment)
     gpms = collect_gpms(pattern)
-    plans = tuple(plan_gpm(i, g) for i, g in enumerate(gpms))
+    plans = tuple(_plan_gpm(i, g) for i, g in enumerate(gpms))
     key = _partition_key(query, plans)
     index = {g.name: i for i, g in enumerate(gpms)}
     residuals = tuple(p.residuals for p in plans)
@@ -92,6 +93,8 @@ def compile_query(query: EventQuery) -> QueryPlan:
             pattern, index, lambda g: variables[g.name], residuals, key=frozenset(key), within=within
         )
         automaton = replace(automaton, policy=query.consumption)
+        needs = lazy_needs(automaton)
+        plans = tuple(replace(p, needs=needs.get(p.index)) for p in plans)
     return QueryPlan(
         query=query,
         gpms=plans,
@@ -100,6 +103,14 @@ def compile_query(query: EventQuery) -> QueryPlan:
         streams=tuple(s.iri for s in query.streams),
         warnings=_warnings(query, plans, automaton),
     )
+
+
+def _plan_gpm(index: int, gpm: GraphPatternEvent) -> GpmPlan:
+    """`plan_gpm`, its errors positioned at the GPM's definition when they have no position."""
+    try:
+        return plan_gpm(index, gpm)
+    except CompileError as error:
+        raise error.at(gpm.position) from None
 
 
 def collect_gpms(pattern: EventPattern) -> list[GraphPatternEvent]:
@@ -191,19 +202,25 @@ def _partition_key(query: EventQuery, plans: tuple[GpmPlan, ...]) -> tuple[str, 
     never interact, so the NFA can run per value (one partition when none).
     Under a consuming policy they do interact (an input used by a match in one
     partition is used up for all), so there is one partition."""
+    positions = dict(zip(query.partition_by, query.partition_positions, strict=False))
     if query.consumption is not ConsumptionPolicy.UNRESTRICTED:
         if query.partition_by:
-            raise CompileError(f"PARTITION BY cannot be combined with the {query.consumption.value} policy")
+            raise CompileError(
+                f"PARTITION BY cannot be combined with the {query.consumption.value} policy",
+                positions.get(query.partition_by[0]),
+            )
         return ()
     shared = frozenset.intersection(*(p.certain for p in plans))
     if not query.partition_by:
         return tuple(sorted(shared))
     requested = tuple(v.name for v in query.partition_by)
-    loose = [f"?{n}" for n in requested if n not in shared]
+    loose = [v for v in query.partition_by if v.name not in shared]
     if loose:
+        candidates = ", ".join("?" + n for n in sorted(shared)) or "none"
         raise CompileError(
-            f"PARTITION BY {', '.join(loose)}: a partition variable must be bound by every GPM "
-            f"in every solution (candidates: {', '.join('?' + n for n in sorted(shared)) or 'none'})"
+            f"PARTITION BY {', '.join('?' + v.name for v in loose)}: a partition variable must be bound "
+            f"by every GPM in every solution (candidates: {candidates})",
+            positions.get(loose[0]),
         )
     return requested
 

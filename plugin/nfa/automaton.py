@@ -49,7 +49,22 @@ class DisjunctionAtom:
     operands: tuple[Atom, ...]
 
 
-Atom = Union[GpmAtom, ConjunctionAtom, DisjunctionAtom]
+@dataclass(frozen=True, slots=True)
+class JoinAtom:
+    """A join of GPMs in any temporal order (EP-SPARQL's BGP and Join, §4.2): at each
+    timestamp, the joins of their occurrences that complete there (at least one
+    occurrence at that timestamp), over the hull of the occurrences' intervals. The
+    runtime keeps the occurrences per key (`NfaState.joins[memory]`), so the order the
+    operands occur in needs no states of its own; `windowed` occurrences expire with
+    the window. `orders[k]`: the order to join the operands in, starting from k."""
+
+    operands: tuple[GpmAtom, ...]
+    memory: int
+    windowed: bool = True
+    orders: tuple[tuple[int, ...], ...] = ()
+
+
+Atom = Union[GpmAtom, ConjunctionAtom, DisjunctionAtom, JoinAtom]
 
 
 def atom_gpms(atom: Atom) -> frozenset[int]:
@@ -96,6 +111,7 @@ class AntiJoin:
 
     aux: int
     steps: frozenset[int]
+    """Positions of the mandatory side's parts (see IntervalSpec)."""
     relation: Relation
     later: frozenset[int] = frozenset()
     scope: frozenset[str] | None = None
@@ -108,7 +124,7 @@ class AntiJoin:
 @dataclass(frozen=True, slots=True)
 class IntervalFilter:
     """A FILTER of a group in an interval pattern: checked once the group's
-    `steps` are taken, on the bindings of the group's variables `scope` (a
+    parts `steps` (positions, see IntervalSpec) are taken, on the bindings of the group's variables `scope` (a
     FILTER sees only its own group, SPARQL §18.2.2) and its interval."""
 
     steps: frozenset[int]
@@ -120,23 +136,26 @@ class IntervalFilter:
 class IntervalSpec:
     """What a state of an interval pattern (EP-SPARQL) checks beyond its atom.
 
-    `step` is the index of the step this state takes; the candidate must
-    start after the end of every step in `after` (SeqJoin); `equal` pairs of
-    step sets must span equal intervals (EqJoin) and `filters` FILTERs over
-    the interval of their steps hold — both checked once all their steps are
-    taken; `anti` is checked when the match completes; an accepting state
-    with `records` set remembers its solutions for anti-joins instead of
-    reporting them."""
+    A run keeps the interval of every *part* it took (a GPM, or a join group's
+    JoinAtom), numbered in the order taken; every set below holds such
+    positions. `step` is the index of the step this state takes; `after[k]`
+    lists the parts the k-th part of the state's atom must start after the
+    end of (SeqJoin); `equal` pairs of part sets must span equal intervals
+    (EqJoin) and `filters` FILTERs over the interval of their parts hold —
+    both checked once all their parts are taken; `anti` is checked when the
+    match completes; an accepting state with `records` set remembers its
+    solutions for anti-joins instead of reporting them."""
 
     step: int
-    after: frozenset[int] = frozenset()
+    after: tuple[frozenset[int], ...] = ()
     equal: tuple[tuple[frozenset[int], frozenset[int]], ...] = ()
     filters: tuple[IntervalFilter, ...] = ()
     anti: tuple[AntiJoin, ...] = ()
     records: int | None = None
     auxiliary: bool = False
-    """A step of an auxiliary (optional or negated) pattern: its runs are not
-    cut by the window, which bounds the reported matches only."""
+    """A step of an unbounded auxiliary pattern, whose solutions may block a
+    match however long before it they ended (OPTIONALSEQ, OPTIONAL, NO_HEAD):
+    its runs are not cut by the window, which bounds the reported matches only."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,5 +237,7 @@ class Automaton:
 def format_atom(atom: Atom) -> str:
     if isinstance(atom, GpmAtom):
         return f"g{atom.gpm}"
+    if isinstance(atom, JoinAtom):
+        return "join(" + ", ".join(format_atom(op) for op in atom.operands) + ")"
     joiner = " & " if isinstance(atom, ConjunctionAtom) else " | "
     return "(" + joiner.join(format_atom(op) for op in atom.operands) + ")"

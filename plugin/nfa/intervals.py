@@ -71,30 +71,41 @@ def duration_term(seconds: float) -> str:
     return literal_nt(f"{sign}PT{format(abs(amount), 'f')}S", _XSD + "dayTimeDuration")
 
 
+TimedPredicate = Callable[[Mapping[str, str], Span], bool]
+
+
+def timed_predicate(expr: Expr, scope: frozenset[str] | None = None) -> TimedPredicate:
+    """`expr` as a test of a mapping (only its `scope` variables, when given) and the
+    interval getDURATION(), getSTARTTIME() and getENDTIME() read (EP-SPARQL's σ)."""
+    predicate = compile_filter(map_expr(expr, _time_call))
+
+    def test(mapping: Mapping[str, str], span: Span) -> bool:
+        bound = dict(mapping) if scope is None else {k: v for k, v in mapping.items() if k in scope}
+        start, end = span
+        bound["__rsep_start"] = datetime_term(start)
+        bound["__rsep_end"] = datetime_term(end)
+        bound["__rsep_duration"] = duration_term(end - start)
+        return predicate(bound)
+
+    return test
+
+
 class IntervalChecks:
     """A state's interval conditions, compiled once per runtime."""
 
     def __init__(self, spec: IntervalSpec) -> None:
         self.spec = spec
-        self.filters: list[
-            tuple[frozenset[int], frozenset[str] | None, Callable[[Mapping[str, str]], bool]]
-        ] = [(f.steps, f.scope, compile_filter(map_expr(f.expr, _time_call))) for f in spec.filters]
+        self.filters = [(f.steps, timed_predicate(f.expr, f.scope)) for f in spec.filters]
 
-    def admits(self, spans: Spans, start: float) -> bool:
-        """SeqJoin: the new step (starting at `start`) begins after the `after` steps end."""
-        return all(spans[s][1] < start for s in self.spec.after)
+    def admits(self, spans: Spans, starts: tuple[float, ...]) -> bool:
+        """SeqJoin: each part of the step (starting at `starts[k]`) begins after its `after` parts end."""
+        return all(
+            spans[s][1] < start for start, after in zip(starts, self.spec.after, strict=True) for s in after
+        )
 
     def holds(self, spans: Spans, mapping: Mapping[str, str]) -> bool:
         """EqJoin conditions and interval FILTERs that complete at this step."""
         for left, right in self.spec.equal:
             if hull(spans, left) != hull(spans, right):
                 return False
-        for steps, scope, predicate in self.filters:
-            start, end = hull(spans, steps)
-            bound = dict(mapping) if scope is None else {k: v for k, v in mapping.items() if k in scope}
-            bound["__rsep_start"] = datetime_term(start)
-            bound["__rsep_end"] = datetime_term(end)
-            bound["__rsep_duration"] = duration_term(end - start)
-            if not predicate(bound):
-                return False
-        return True
+        return all(test(mapping, hull(spans, steps)) for steps, test in self.filters)

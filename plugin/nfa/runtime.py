@@ -18,6 +18,7 @@ stateful filters.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -34,11 +35,21 @@ from rsep.plugin.nfa.automaton import (
     DisjunctionAtom,
     GpmAtom,
     IntervalSpec,
+    JoinAtom,
     Relation,
     State,
     atom_gpms,
 )
-from rsep.plugin.nfa.intervals import IntervalChecks, Span, Spans, hull, relation_holds
+from rsep.plugin.nfa.intervals import (
+    IntervalChecks,
+    Span,
+    Spans,
+    TimedPredicate,
+    hull,
+    relation_holds,
+    timed_predicate,
+)
+from rsep.plugin.nfa.memory import Forgetting, Occurrence, RememberedIndexes, new_joins, remember_rows
 
 Mapping_ = dict[str, str]
 Unit = tuple[object, ...]
@@ -133,18 +144,30 @@ class NfaState:
     runs: dict[int, list[Run]] = field(default_factory=dict)
     last_rank: int = -1
     history: dict[int, list[tuple[Mapping_, Span]]] = field(default_factory=dict)
-    """Per auxiliary pattern, its solutions so far (for anti-joins)."""
+    """Per auxiliary pattern, its solutions that may still matter (for anti-joins;
+    `plugin/nfa/memory.py` says which may be forgotten)."""
     pending: list[tuple[IntervalSpec, Match, Spans]] = field(default_factory=list)
     """Complete matches with an open anti-join (CQELS-CEP NO_TAIL), which only
     `Runtime.settle` decides, at an evaluation time. Not checkpointed: only the
     window runtime uses them, and it replays a fresh state per evaluation."""
+    joins: dict[int, list[Occurrence]] = field(default_factory=dict)
+    """Per join group (`JoinAtom.memory`), the occurrences of its GPMs that may still join."""
 
     def run_count(self) -> int:
         return sum(map(len, self.runs.values()))
 
+    def joined_events(self) -> set[int]:
+        """The events join groups remember: a later match may report them (besides the
+        events of the runs' paths)."""
+        return {occurrence[1] for occurrences in self.joins.values() for occurrence in occurrences}
+
+    def remembered_count(self) -> int:
+        """Auxiliary solutions and join occurrences held: with `run_count`, the state's size."""
+        return sum(map(len, self.history.values())) + sum(map(len, self.joins.values()))
+
     def idle(self) -> bool:
         """Nothing to continue and nothing remembered: the state may be dropped."""
-        return not self.runs and not self.pending and not any(self.history.values())
+        return not self.runs and not self.pending and not self.remembered_count()
 
 
 class OutOfOrderError(ValueError):
@@ -162,6 +185,19 @@ class _Candidate:
     units: tuple[Unit, ...] = ()
     """The inputs taken, for consuming policies: (event, GPM, solution) per
     triple pattern (not the whole event graph, which may hold other inputs)."""
+    begins: tuple[float, ...] = ()
+    """Interval patterns: the start time of each part (GPM or join group) taken."""
+
+
+class _Cache(dict[Atom, list[_Candidate]]):
+    """What each atom matches at one group (run-independent), and the key's state,
+    whose join occurrences join atoms read and extend."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: NfaState) -> None:
+        super().__init__()
+        self.state = state
 
 
 def _arrival(cand: _Candidate) -> tuple[tuple[int, ...], list[tuple[str, str]]]:
@@ -256,7 +292,7 @@ class _Step:
     def __init__(self, state: NfaState, group: Group) -> None:
         self.state = state
         self.group = group
-        self.cache: dict[Atom, list[_Candidate]] = {}
+        self.cache = _Cache(state)
         self.born: list[Run] = []
         self.matches: dict[tuple[object, ...], Match] = {}
         self.deferred: list[tuple[IntervalSpec, Match, Spans | None]] = []
@@ -277,6 +313,9 @@ class Runtime:
             [(r.variables, compile_filter(r.expr), _pure(r.expr)) for r in filters]
             for filters in automaton.residuals
         ]
+        self.visited: Counter[int] = Counter()
+        """Runs examined per state id: the run index (`_touching`) keeps it to the states
+        whose atom or guards read a GPM the group has rows for (SPAseq §7.2.2)."""
         self._touching: dict[int, list[State]] = {}
         for state in automaton.states:
             for gpm in atom_gpms(state.atom).union(*map(atom_gpms, state.guards)):
@@ -285,7 +324,13 @@ class Runtime:
         self._touched_by: dict[tuple[int, ...], tuple[State, ...]] = {}
         self._share_pause: dict[int, int] = {}
         self._intervals = {s.id: IntervalChecks(s.interval) for s in automaton.states if s.interval}
-        self._conditions: dict[AntiJoin, Callable[[Mapping[str, str]], bool]] = {}
+        self._conditions: dict[AntiJoin, TimedPredicate] = {}
+        self._forgetting = Forgetting(automaton) if self._intervals else None
+        self._indexes = RememberedIndexes()
+        self._joins = {
+            a for s in automaton.states for a in (s.atom, *_operands(s.atom)) if isinstance(a, JoinAtom)
+        }
+        self._joins_by: dict[tuple[int, ...], tuple[JoinAtom, ...]] = {}
         self._selective = automaton.policy is not ConsumptionPolicy.UNRESTRICTED
 
     def new_state(self) -> NfaState:
@@ -315,6 +360,8 @@ class Runtime:
             else:
                 del state.runs[state_id]
         state.last_rank = max(state.last_rank, rank)
+        if self._forgetting is not None:
+            self._forgetting.forget(state.joins, state.history, time)
         return state
 
     # ------------------------------------------------------------------ one timestamp
@@ -324,6 +371,7 @@ class Runtime:
         for spec in self._touched(tuple(group.rows)):
             runs = state.runs.get(spec.id)
             if runs:
+                self.visited[spec.id] += len(runs)
                 state.runs[spec.id] = self._advance_runs(spec, runs, step)
         for spec in self._initial:
             for cand in self._matches(spec.atom, group, step.cache):
@@ -332,12 +380,20 @@ class Runtime:
                 mapping = _checked(cand, {})
                 if mapping is not None:
                     self._spawn(spec, None, cand, mapping, step)
+        for atom in self._joins_touched(tuple(group.rows)):
+            self._matches(atom, group, step.cache)  # join groups keep this group's occurrences
         for run in step.born:
             state.runs.setdefault(run.state, []).append(run)
         self._resolve_anti_joins(step)
         if self._selective and step.matches:
             self._consume(state, step)
         return list(step.matches.values())
+
+    def _joins_touched(self, gpms: tuple[int, ...]) -> tuple[JoinAtom, ...]:
+        found = self._joins_by.get(gpms)
+        if found is None:
+            found = self._joins_by[gpms] = tuple(a for a in self._joins if not atom_gpms(a).isdisjoint(gpms))
+        return found
 
     def _touched(self, gpms: tuple[int, ...]) -> tuple[State, ...]:
         """The states a group with rows of `gpms` concerns (few distinct sets: cached)."""
@@ -460,14 +516,14 @@ class Runtime:
         spans = None
         checks = self._intervals.get(spec.id)
         if checks is not None:
-            begin = min((group.starts or {}).get(e, group.time) for e in events)
+            begins = cand.begins
             previous = parent.spans if parent is not None and parent.spans is not None else ()
-            if not checks.admits(previous, begin):
+            if not checks.admits(previous, begins):
                 return False
-            spans = (*previous, (begin, group.time))
+            spans = (*previous, *((begin, group.time) for begin in begins))
             if not checks.holds(spans, mapping):
                 return False
-            start_time = min(start_time, begin)
+            start_time = min(start_time, *begins)
         path: Path = (events, None if parent is None else parent.path)
         units = None
         if self._selective:
@@ -553,22 +609,23 @@ class Runtime:
             mandatory = hull(spans, anti.steps)
         base = match.mapping if anti.scope is None else _only(match.mapping, anti.scope)
         condition = self._condition(anti)
-        for remembered, span in state.history.get(anti.aux, ()):
+        interval = hull(spans, anti.steps)  # σ of the condition: the mandatory side's interval (§4.2)
+        for remembered, span in self._indexes.meeting(state.history.get(anti.aux, []), anti.scope, base):
             if until is not None and span[1] > until:
                 continue
             if not relation_holds(anti.relation, span, mandatory):
                 continue
             joined = _join(base, remembered)
-            if joined is not None and (condition is None or condition(joined)):
+            if joined is not None and (condition is None or condition(joined, interval)):
                 return True
         return False
 
-    def _condition(self, anti: AntiJoin) -> Callable[[Mapping[str, str]], bool] | None:
+    def _condition(self, anti: AntiJoin) -> TimedPredicate | None:
         if anti.condition is None:
             return None
         found = self._conditions.get(anti)
         if found is None:
-            found = self._conditions[anti] = compile_filter(anti.condition)
+            found = self._conditions[anti] = timed_predicate(anti.condition)
         return found
 
     def _consume(self, state: NfaState, step: _Step) -> None:
@@ -595,6 +652,8 @@ class Runtime:
     ) -> list[_Candidate]:
         if isinstance(atom, GpmAtom):
             return self._gpm_matches(atom.gpm, group)
+        if isinstance(atom, JoinAtom):
+            return self._join_matches(atom, group, cache)
         if isinstance(atom, DisjunctionAtom):
             unique: dict[tuple[object, ...], _Candidate] = {}
             for operand in atom.operands:
@@ -609,6 +668,27 @@ class Runtime:
                 break
         return joined
 
+    def _join_matches(
+        self, atom: JoinAtom, group: Group, cache: dict[Atom, list[_Candidate]]
+    ) -> list[_Candidate]:
+        """The joins of a join group completed at this group; its occurrences here are
+        then remembered (join groups have no residual filters nor consuming policies)."""
+        assert isinstance(cache, _Cache)
+        fresh = [
+            [(c.events[0], c.mapping, c.begins[0]) for c in self._matches(op, group, cache)]
+            for op in atom.operands
+        ]
+        joins = cache.state.joins
+        if atom.windowed and self.within is not None and atom.memory in joins:  # as runs expire (`_alive`)
+            horizon = group.time - self.within
+            joins[atom.memory] = [occ for occ in joins[atom.memory] if occ[3] >= horizon]
+        found = [
+            _Candidate(events, mapping, (), frozenset(), (), (start,))
+            for events, mapping, start in new_joins(atom, joins.get(atom.memory, ()), fresh)
+        ]
+        remember_rows(atom, joins, fresh, group.time)
+        return found
+
     def _unit(self, gpm: int, event: int, mapping: Mapping[str, str]) -> Unit:
         """The input a GPM row stands for: the triple it matched, or the event."""
         inputs = self.automaton.inputs
@@ -620,6 +700,7 @@ class Runtime:
     def _gpm_matches(self, gpm: int, group: Group) -> list[_Candidate]:
         residuals = self._residuals[gpm]
         out: list[_Candidate] = []
+        timed, starts, time = bool(self._intervals), group.starts, group.time
         for event, mapping in group.rows.get(gpm, ()):
             pending = []
             reads: frozenset[str] | None = frozenset()
@@ -634,7 +715,8 @@ class Runtime:
                     reads = reads | variables if pure and reads is not None else None
             if ok:
                 units: tuple[Unit, ...] = (self._unit(gpm, event, mapping),) if self._selective else ()
-                out.append(_Candidate((event,), dict(mapping), tuple(pending), reads, units))
+                begins = ((starts.get(event, time) if starts else time),) if timed else ()
+                out.append(_Candidate((event,), dict(mapping), tuple(pending), reads, units, begins))
         return out
 
 
@@ -673,9 +755,12 @@ def _conj(a: _Candidate, b: _Candidate) -> _Candidate | None:
     joined = _join(a.mapping, b.mapping)
     if joined is None:
         return None
-    events = a.events + tuple(e for e in b.events if e not in a.events)
+    if b.begins:  # interval patterns: a join group's events end with one of this timestamp's; keep it last
+        events = tuple(e for e in a.events if e not in b.events) + b.events
+    else:
+        events = a.events + tuple(e for e in b.events if e not in a.events)
     reads = None if a.pending_reads is None or b.pending_reads is None else a.pending_reads | b.pending_reads
-    return _Candidate(events, joined, a.pending + b.pending, reads, a.units + b.units)
+    return _Candidate(events, joined, a.pending + b.pending, reads, a.units + b.units, a.begins + b.begins)
 
 
 _IMPURE = frozenset({"RAND", "NOW", "UUID", "STRUUID", "BNODE"})
@@ -694,6 +779,10 @@ def _pure(expr: object) -> bool:
     if is_dataclass(expr):
         return all(_pure(getattr(expr, f.name)) for f in fields(expr))
     return True
+
+
+def _operands(atom: Atom) -> tuple[Atom, ...]:
+    return atom.operands if isinstance(atom, (ConjunctionAtom, DisjunctionAtom)) else ()
 
 
 def _instantiate(term: str, mapping: Mapping[str, str]) -> str:

@@ -67,6 +67,8 @@ class RunnerState:
     """Events that matched a GPM and may still be part of a match (triples dropped)."""
     seen: set[tuple[tuple[str, str], ...]] = field(default_factory=set)
     """SELECT DISTINCT rows already reported."""
+    numbered: dict[object, bool] = field(default_factory=dict)
+    """LIMIT/OFFSET: the answers numbered so far (`rsep.plugin.results.Slice`)."""
     event_count: int = 0
     match_count: int = 0
     kept_after_prune: int = 0
@@ -94,6 +96,7 @@ class QueryRunner:
         # DISTINCT's memory must survive restarts, so it lives in RunnerState.
         self._distinct = self._projector.distinct
         self._projector.distinct = False
+        self._projector.slice.numbered = self.state.numbered  # LIMIT/OFFSET's memory, checkpointed too
 
     @classmethod
     def restore(
@@ -217,6 +220,8 @@ class QueryRunner:
                 if key in self.state.seen:
                     continue
                 self.state.seen.add(key)
+            if not self._projector.admit(match):
+                continue
             refs = [_ref(self.state.events[i]) for i in match.events]
             query = self.query
             graphs.append(match_graph(query.id, query.iri, match, refs, self._projector, row, detected))
@@ -268,6 +273,7 @@ def _scratch_copy(state: NfaState) -> NfaState:
         last_rank=state.last_rank,
         history={k: list(v) for k, v in state.history.items()},
         pending=list(state.pending),
+        joins={k: list(v) for k, v in state.joins.items()},
     )
 
 
@@ -275,6 +281,7 @@ def _path_events(states: Iterable[NfaState]) -> set[int]:
     seen_nodes: set[int] = set()
     events: set[int] = set()
     for nfa in states:
+        events.update(nfa.joined_events())
         for runs in nfa.runs.values():
             for run in runs:
                 node = run.path

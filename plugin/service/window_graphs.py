@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from rsep.plugin.events import XSD_DATETIME, Timestamp, timestamp_nt
 from rsep.plugin.service.matches import MATCH_IRI_PREFIX, MATCHES_GRAPH, PROV, RDF_TYPE, RS, RSEP
 from rsep.plugin.terms import iri_nt, literal_nt
-from rsep.plugin.windows.functions import TICKS_PER_SECOND
-from rsep.plugin.windows.output import format_ticks
+from rsep.plugin.windows.output import ticks_timestamp
 from rsep.plugin.windows.plan import Form
 from rsep.plugin.windows.runtime import Evaluation
 
@@ -114,12 +113,6 @@ def evaluation_iri(query_id: str, time: int) -> str:
     key = json.dumps([query_id, "evaluation", time])
     digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:_HASH_CHARS]
     return f"{MATCH_IRI_PREFIX}{query_id}:{digest}"
-
-
-def ticks_timestamp(ticks: int, numeric: bool) -> Timestamp:
-    """A computed time (a window bound) as a Timestamp written like the input's: a number of
-    seconds, or an xsd:dateTime in UTC."""
-    return Timestamp(ticks / TICKS_PER_SECOND, str(format_ticks(ticks, numeric)), numeric)
 
 
 def evaluation_graph(

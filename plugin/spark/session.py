@@ -12,12 +12,15 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from py4j.protocol import Py4JError
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from rsep.plugin.spark.cds import ClassCache
@@ -39,6 +42,17 @@ logger.gateway.level = error
 """
 
 _JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+_MASTER_PREFIXES = ("local", "spark", "yarn", "k8s")
+"""SparkSubmit's own rule: a master is yarn or starts with spark, k8s or local."""
+SPARK_ERRORS: tuple[type[Exception], ...] = (PySparkException, Py4JError)
+"""What Spark raises when it fails (to start, or in a job), as opposed to rsep's own errors."""
+
+
+class SparkUnavailable(RuntimeError):
+    """Spark cannot start as configured: a master URL it does not accept, or no Java. Checked
+    before the JVM is launched, which would otherwise print its own stack trace and fail."""
+
+
 _LOCAL = re.compile(r"local(?:\[(\*|\d+)(?:,\d+)?\])?$")
 
 
@@ -59,8 +73,11 @@ def get_session(
         # Spark's Python workers otherwise run whatever `python3` is on PATH,
         # which lacks this environment's pyarrow, pandas and rsep.
         os.environ.setdefault(variable, sys.executable)
+    starting = SparkSession.getActiveSession() is None
+    if starting:
+        check_startable(master)
     settings = default_conf(master)
-    cache = ClassCache.configured(class_cache) if SparkSession.getActiveSession() is None else None
+    cache = ClassCache.configured(class_cache) if starting else None
     if cache is not None:
         options = f"{settings[_JAVA_OPTIONS]} {cache.java_options()}"
         settings[_JAVA_OPTIONS] = options.strip()
@@ -72,6 +89,22 @@ def get_session(
     if cache is not None:
         cache.started(_jvm_pid(session))
     return session
+
+
+def check_startable(master: str) -> None:
+    """Fail fast, in one sentence, where starting Spark on `master` cannot work."""
+    if not master.strip().startswith(_MASTER_PREFIXES):
+        raise SparkUnavailable(
+            f"Spark master {master!r} is not one Spark accepts (local[N], spark://HOST:PORT, yarn, k8s://URL)"
+        )
+    home = os.environ.get("JAVA_HOME")
+    if home:  # what pyspark's launcher (bin/spark-class) runs
+        if not os.access(Path(home) / "bin" / "java", os.X_OK):
+            raise SparkUnavailable(
+                f"JAVA_HOME is {home}, which has no bin/java: Spark needs Java 17 or later"
+            )
+    elif shutil.which("java") is None:
+        raise SparkUnavailable("Spark needs Java 17 or later: JAVA_HOME is not set and java is not on PATH")
 
 
 def stop_session() -> None:

@@ -459,11 +459,12 @@ def scratch_copy(state: NfaState) -> NfaState:
 
 
 def prune(state: RunnerState) -> None:
-    """Keep only the events a live run's path or a pending row refers to: a
+    """Keep only the events a live run's path, a join group's occurrence or a pending row refers to: a
     key's state is rewritten to the state store on every call, so it stays small."""
     live: set[int] = {event for gpm_rows in state.pending.values() for event, _ in gpm_rows}
     seen: set[int] = set()
     for nfa in state.states.values():
+        live.update(nfa.joined_events())
         for runs in nfa.runs.values():
             for run in runs:
                 node = run.path

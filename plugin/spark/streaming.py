@@ -536,6 +536,8 @@ class SparkStreamingEngine:
                     continue
                 slot.seen.add(key)
                 moved = True
+            if not projector.admit(match):  # LIMIT/OFFSET, checkpointed with the driver's state
+                continue
             graphs.append(match_graph(query.id, query.iri, match, refs, projector, row, detected))
         return graphs, moved
 
@@ -550,6 +552,7 @@ class SparkStreamingEngine:
             if restored is not None:
                 slot.position, slot.events = restored["position"], restored["events"]
                 slot.seen = set(restored.get("seen") or ())
+                slot.projector.slice.numbered = dict(restored.get("numbered") or {})  # type: ignore[union-attr]
             # graphs created after the last driver checkpoint are not new on replay: count the store
             slot.matches = self.sink.count(query.iri)
         except Exception as error:
@@ -662,7 +665,14 @@ def _outputs(rows: list[dict[str, Any]]) -> tuple[list[tuple[Match, list[EventRe
 
 
 def _driver_payload(slot: _Slot, batch_id: int) -> bytes:
-    data = {"batch": batch_id, "position": slot.position, "events": slot.events, "seen": slot.seen or None}
+    numbered = slot.projector.slice.numbered if slot.projector is not None else None
+    data = {
+        "batch": batch_id,
+        "position": slot.position,
+        "events": slot.events,
+        "seen": slot.seen or None,
+        "numbered": numbered or None,
+    }
     return _DRIVER_MAGIC + pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
 
 

@@ -4,21 +4,25 @@ A batch of events is loaded as named graphs into one in-memory store per
 stream, and each GPM runs as one SPARQL query over it, so everything SPARQL
 1.1 allows in a group pattern works. The background part of a GPM, and its
 lookups under an entailment regime, are evaluated once per knowledge-base
-version and hash-joined in Python.
+version and hash-joined in Python. A conjunction's later operands are matched
+lazily, only at the timestamps where the earlier ones found rows (SPAseq §7.3,
+rsep.plugin.compile.lazy); `GpmEvaluator.stats` counts what was matched.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import pyoxigraph as ox
 
-from rsep.plugin.compile.entailment import SCHEMA_GRAPH, SCHEMA_PREDICATES
+from rsep.plugin.compile.entailment import SCHEMA_GRAPH, SCHEMA_PREDICATES, is_blank_node_var
 from rsep.plugin.compile.gpm import EVENT_GRAPH_PREFIX, EVENT_VAR, GpmPlan, Lookup
+from rsep.plugin.compile.lazy import Needs
 from rsep.plugin.events import GraphEvent
+from rsep.plugin.nfa.automaton import Atom, DisjunctionAtom, GpmAtom
 from rsep.plugin.store.rdfio import batch_nquads
 
 Row = tuple[int, dict[str, str]]
@@ -142,37 +146,75 @@ def solutions(results: object) -> list[dict[str, str]]:
     return out
 
 
+@dataclass(slots=True)
+class GpmStats:
+    """What the GPM stage did, per GPM index, since the evaluator was made: the SPARQL queries it
+    ran, the event graphs those queries were matched against, the rows they gave, and the event
+    graphs a lazy conjunction operand was not matched against (`GpmPlan.needs`)."""
+
+    queries: Counter[int] = field(default_factory=Counter)
+    events: Counter[int] = field(default_factory=Counter)
+    rows: Counter[int] = field(default_factory=Counter)
+    skipped: Counter[int] = field(default_factory=Counter)
+
+
 class GpmEvaluator:
-    """Runs a query plan's GPMs over batches of events."""
+    """Runs a query plan's GPMs over batches of events.
+
+    A batch must be a contiguous slice of the time-ordered streamset (every runtime's is):
+    a lazy conjunction operand is then matched only at the timestamps where its earlier operands
+    found rows in the batch, and at the batch's first and last timestamps, which may have events
+    in the neighbouring batch (rsep.plugin.compile.lazy)."""
 
     def __init__(self, plans: Sequence[GpmPlan], kb: Background | None = None) -> None:
-        self.plans = plans
+        self.plans = sorted(plans, key=lambda plan: plan.index)  # a lazy GPM's operands first
         self.kb = kb or KnowledgeBase()
+        self.stats = GpmStats()
         self._background: dict[int, tuple[int, list[dict[str, str]]]] = {}
         self._lookups: dict[str, tuple[int, Index]] = {}
+        self._kb_graphs = sorted({g for plan in self.plans for g in plan.kb_graphs_in_batch})
 
     def evaluate(self, events: Iterable[tuple[int, GraphEvent]]) -> dict[int, list[Row]]:
         """GPM index -> rows, for a batch of (event id, event)."""
-        by_stream: dict[str, list[tuple[int, GraphEvent]]] = defaultdict(list)
-        for event_id, event in events:
-            by_stream[event.stream].append((event_id, event))
-        texts = {stream: batch_nquads(batch, EVENT_GRAPH_PREFIX) for stream, batch in by_stream.items()}
-        plain = {stream: self._store(text, ()) for stream, text in texts.items()}
-        kb_graphs = sorted({g for plan in self.plans for g in plan.kb_graphs_in_batch})
-        # Plans that read KB graphs inside the event pattern get their own store
-        # holding copies of those graphs, so that other GPMs never see them.
-        enriched = {s: self._store(text, kb_graphs) for s, text in texts.items()} if kb_graphs else {}
+        batch = _Batch(events)
+        stores: dict[tuple[str, bool], ox.Store] = {}
         rows: dict[int, list[Row]] = {}
         for plan in self.plans:
-            stores = enriched if plan.kb_graphs_in_batch else plain
+            wanted = None if plan.needs is None else batch.needed(plan.needs, rows)
             found: list[Row] = []
-            for stream in plan.streams or stores:  # no streams: every stream (EP-SPARQL)
-                store = stores.get(stream)
-                if store is not None:
-                    found.extend(self._match(plan, store))
+            for stream in plan.streams or batch.streams:  # no streams: every stream (EP-SPARQL)
+                chosen = batch.of(stream, wanted)
+                if chosen:
+                    found.extend(self._match(plan, self._store_for(plan, stream, chosen, batch, stores)))
+                if wanted is not None:
+                    self.stats.skipped[plan.index] += len(batch.streams.get(stream, ())) - len(chosen)
             if found:
                 rows[plan.index] = found
+                self.stats.rows[plan.index] += len(found)
         return rows
+
+    def _store_for(
+        self,
+        plan: GpmPlan,
+        stream: str,
+        chosen: Sequence[tuple[int, GraphEvent]],
+        batch: _Batch,
+        stores: dict[tuple[str, bool], ox.Store],
+    ) -> ox.Store:
+        """The store of a stream's events in this batch (one per stream, built when first
+        needed), or of just `chosen` when a lazy GPM needs fewer. Plans that read KB graphs
+        inside the event pattern get stores holding copies of those graphs, so that other GPMs
+        never see them."""
+        self.stats.queries[plan.index] += 1
+        self.stats.events[plan.index] += len(chosen)
+        kb_graphs = self._kb_graphs if plan.kb_graphs_in_batch else ()
+        if len(chosen) < len(batch.streams[stream]):
+            return self._store(batch_nquads(chosen, EVENT_GRAPH_PREFIX), kb_graphs)
+        key = (stream, bool(kb_graphs))
+        store = stores.get(key)
+        if store is None:
+            store = stores[key] = self._store(batch.nquads(stream), kb_graphs)
+        return store
 
     def _store(self, nquads: str, kb_graphs: Iterable[str]) -> ox.Store:
         store = ox.Store()
@@ -208,6 +250,44 @@ class GpmEvaluator:
         return cached[1]
 
 
+class _Batch:
+    """One batch's events by stream, with what lazy GPMs ask of it."""
+
+    def __init__(self, events: Iterable[tuple[int, GraphEvent]]) -> None:
+        self.streams: dict[str, list[tuple[int, GraphEvent]]] = defaultdict(list)
+        self.times: dict[int, float] = {}
+        for event_id, event in events:
+            self.streams[event.stream].append((event_id, event))
+            self.times[event_id] = event.time.seconds
+        self.edges = {min(self.times.values()), max(self.times.values())} if self.times else set()
+        self._texts: dict[str, str] = {}
+
+    def nquads(self, stream: str) -> str:
+        text = self._texts.get(stream)
+        if text is None:
+            text = self._texts[stream] = batch_nquads(self.streams[stream], EVENT_GRAPH_PREFIX)
+        return text
+
+    def of(self, stream: str, wanted: set[float] | None) -> list[tuple[int, GraphEvent]]:
+        """The stream's events, or those at the `wanted` timestamps."""
+        events = self.streams.get(stream, [])
+        return events if wanted is None else [(i, e) for i, e in events if self.times[i] in wanted]
+
+    def needed(self, needs: Needs, rows: Mapping[int, Sequence[Row]]) -> set[float]:
+        """The timestamps a lazy GPM is matched at: where one of its conjunctions of atoms has
+        rows for every atom, and the batch's edges (their other events may be in another batch)."""
+        wanted = set(self.edges)
+        for atoms in needs:
+            wanted |= set.intersection(*(self._with_rows(atom, rows) for atom in atoms))
+        return wanted
+
+    def _with_rows(self, atom: Atom, rows: Mapping[int, Sequence[Row]]) -> set[float]:
+        if isinstance(atom, GpmAtom):
+            return {self.times[event_id] for event_id, _ in rows.get(atom.gpm, ())}
+        parts = [self._with_rows(operand, rows) for operand in atom.operands]
+        return set.union(*parts) if isinstance(atom, DisjunctionAtom) else set.intersection(*parts)
+
+
 def _row(mapping: dict[str, str]) -> Row:
     graph = mapping.pop(EVENT_VAR)
     return int(graph[len(EVENT_GRAPH_PREFIX) + 1 : -1]), mapping
@@ -235,12 +315,15 @@ def _probe(rows: list[Row], index: Index, keys: tuple[str, ...]) -> list[Row]:
 
 
 def _distinct_without(rows: list[Row], hidden: frozenset[str]) -> list[Row]:
-    """The rows without the hidden variables, each once (in first-seen order)."""
+    """The rows without the hidden variables, each once per assignment of the visible variables
+    and the pattern's blank nodes (in first-seen order): two witnesses of one entailed triple are
+    one solution, two blank-node witnesses two, as without entailment."""
     seen: set[tuple[int, tuple[tuple[str, str], ...]]] = set()
     out: list[Row] = []
     for event_id, mapping in rows:
         visible = {name: value for name, value in mapping.items() if name not in hidden}
-        key = (event_id, tuple(sorted(visible.items())))
+        kept = (item for item in mapping.items() if item[0] not in hidden or is_blank_node_var(item[0]))
+        key = (event_id, tuple(sorted(kept)))
         if key not in seen:
             seen.add(key)
             out.append((event_id, visible))

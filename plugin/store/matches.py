@@ -2,8 +2,13 @@
 
 A batch's new graphs go in with ONE `Store.extend` call, which Oxigraph runs
 as a single transaction: readers see all of a batch's matches or none, and a
-crash cannot leave half a graph. A graph that already exists is skipped, so
-writing a match twice (a batch replayed after a crash) creates nothing.
+crash cannot leave half a graph. A graph that was already written is skipped,
+so writing a match twice (a batch replayed after a crash) creates nothing.
+
+"Already written" is read from the graph's metadata (`G a rsep:Match` in
+`urn:rsep:matches`, written in the same transaction as its content), not from
+the graph's quads: a CONSTRUCT match whose template instantiates to nothing
+has none. Such a graph is still created as an empty named graph.
 """
 
 from __future__ import annotations
@@ -14,11 +19,13 @@ from typing import TypeVar
 
 import pyoxigraph as ox
 
-from rsep.plugin.service.matches import MATCHES_GRAPH, PROV, ResultGraph
+from rsep.plugin.service.matches import MATCHES_GRAPH, PROV, RDF_TYPE, RSEP, ResultGraph
 from rsep.plugin.store.gpm import KnowledgeBase
 
 _MATCHES = ox.NamedNode(MATCHES_GRAPH)
 _GENERATED_BY = ox.NamedNode(PROV + "wasGeneratedBy")
+_TYPE = ox.NamedNode(RDF_TYPE)
+_MATCH = ox.NamedNode(RSEP + "Match")
 G = TypeVar("G", bound=ResultGraph)
 
 
@@ -36,17 +43,22 @@ class OxigraphMatchSink:
         with self._lock:
             fresh: dict[str, G] = {}
             for graph in graphs:
-                if graph.iri not in fresh and not store.contains_named_graph(ox.NamedNode(graph.iri)):
+                if graph.iri not in fresh and not self.exists(graph.iri):
                     fresh[graph.iri] = graph
             if not fresh:
                 return []
-            text = "".join(graph.nquads() for graph in fresh.values())
-            store.extend(ox.parse(text, ox.RdfFormat.N_QUADS))
+            quads = list(ox.parse("".join(graph.nquads() for graph in fresh.values()), ox.RdfFormat.N_QUADS))
+            named = {quad.graph_name for quad in quads}
+            for name in (ox.NamedNode(iri) for iri in fresh):
+                if name not in named:
+                    store.add_graph(name)  # an empty graph, before the metadata that makes it "written"
+            store.extend(quads)
         self.kb.touch(default_graph=False)
         return list(fresh.values())
 
     def exists(self, iri: str) -> bool:
-        return self.kb.store.contains_named_graph(ox.NamedNode(iri))
+        """Whether the match graph `iri` was written: its metadata says so."""
+        return any(self.kb.store.quads_for_pattern(ox.NamedNode(iri), _TYPE, _MATCH, _MATCHES))
 
     def count(self, query_iri: str) -> int:
         """How many match graphs a query has generated."""

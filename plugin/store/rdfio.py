@@ -142,13 +142,15 @@ def _read_timestamp(
     value = quad.object
     key = str(subject)
     if not isinstance(value, ox.Literal):
-        raise _located(source, data, subject, f"the timestamp of {key} must be a literal, not {value}")
+        raise _located_stamp(
+            source, data, quad.subject, f"the timestamp of {key} must be a literal, not {value}"
+        )
     try:
         stamp = Timestamp.from_literal(value.value, value.datatype.value)
     except TimestampError as error:
-        raise _located(source, data, subject, f"bad timestamp for {key}: {error}") from None
+        raise _located_stamp(source, data, quad.subject, f"bad timestamp for {key}: {error}") from None
     if key in stamps and stamps[key] != stamp:
-        raise _located(source, data, subject, f"event graph {key} has two timestamps")
+        raise _located(source, data, quad.subject, f"event graph {key} has two timestamps")
     stamps[key] = stamp
 
 
@@ -193,26 +195,58 @@ def _syntax_message(error: SyntaxError) -> str:
     return re.sub(r"^Parser error at line \d+ between columns \d+ and \d+: ", "", text)
 
 
+_GENERATED_AT_WRITTEN = rf"(?:<{re.escape(PROV_GENERATED_AT)}>|(?:[A-Za-z][\w.-]*)?:generatedAtTime(?![\w-]))"
+
+
 def _located(source: str, data: bytes, term: object, message: str) -> DataError:
     """An error positioned at the first mention of `term` in the payload."""
+    return _located_at(source, data, _term_pattern(term), message)
+
+
+def _located_stamp(source: str, data: bytes, graph: object, message: str) -> DataError:
+    """An error positioned at the triple `graph prov:generatedAtTime T` (where it starts), or at
+    the graph's first mention when that triple is not written in a way found here."""
+    pattern = _term_pattern(graph)
+    found = _located_at(source, data, rf"{pattern}\s+{_GENERATED_AT_WRITTEN}", message)
+    return found if found.line is not None else _located_at(source, data, pattern, message)
+
+
+def timestamp_position(path: Path, graph: str) -> tuple[int | None, int | None]:
+    """Where the timestamp triple of the event graph `graph` (N-Triples text of an IRI) is written
+    in an event file; (None, None) when it cannot be told (a blank node, an unreadable file)."""
+    if not graph.startswith("<"):
+        return None, None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None, None
+    error = _located_stamp(str(path), data, ox.NamedNode(graph[1:-1]), "")
+    return error.line, error.column
+
+
+def _located_at(source: str, data: bytes, pattern: str, message: str) -> DataError:
     text = data.decode("utf-8", "replace")
-    needle = str(term)
-    index = text.find(needle)
-    if index < 0 and isinstance(term, ox.NamedNode):
-        index = _find_local_name(text, term.value)
-    if index < 0:
+    match = re.search(pattern, text)
+    if match is None:
         return DataError(source, message)
+    index = match.start()
     line = text.count("\n", 0, index) + 1
     column = index - (text.rfind("\n", 0, index) + 1) + 1
     return DataError(source, message, line, column)
 
 
-def _find_local_name(text: str, iri: str) -> int:
-    local = re.split(r"[#/:]", iri)[-1]
+def _term_pattern(term: object) -> str:
+    """A regular expression for how a term may be written: in full, or for an IRI as a prefixed
+    name or a relative IRI ending in its local name (matched from its first character)."""
+    written = re.escape(str(term))
+    if not isinstance(term, ox.NamedNode):
+        return written
+    local = re.split(r"[#/:]", term.value)[-1]
     if not local:
-        return -1
-    match = re.search(rf"(?<![\w-]){re.escape(local)}(?![\w-])", text)
-    return match.start() if match else -1
+        return written
+    name = re.escape(local)
+    shortened = rf"<(?:[^<>\s]*[/#:])?{name}>|(?<![\w:.-])(?:[A-Za-z][\w.-]*)?:{name}(?![\w-])"
+    return rf"(?:{written}|{shortened})"
 
 
 def load_into(store: ox.Store, path: Path, *, graph: str | None = None) -> int:
@@ -221,12 +255,14 @@ def load_into(store: ox.Store, path: Path, *, graph: str | None = None) -> int:
     fmt = format_for(path, KB_FORMATS, "knowledge base")
     target = ox.NamedNode(graph) if graph else None
     try:
-        quads = list(ox.parse(path=str(path), format=fmt, base_iri=path.resolve().as_uri()))
+        data = path.read_bytes()
+    except OSError as error:
+        raise DataError(str(path), f"cannot read the file: {error.strerror}") from None
+    try:
+        quads = list(ox.parse(data, format=fmt, base_iri=path.resolve().as_uri()))
     except SyntaxError as error:
         line, column = _syntax_position(error)
         raise DataError(str(path), _syntax_message(error), line, column) from None
-    except OSError as error:
-        raise DataError(str(path), f"cannot read the file: {error.strerror}") from None
     if target is not None:
         quads = [ox.Quad(q.subject, q.predicate, q.object, target) for q in quads]
     store.extend(quads)
@@ -239,3 +275,12 @@ def batch_nquads(events: Iterable[tuple[int, GraphEvent]], graph_prefix: str) ->
     return "".join(
         event.ntriples.replace(" .\n", f" <{graph_prefix}{event_id}> .\n") for event_id, event in events
     )
+
+
+def events_trig(events: Iterable[GraphEvent]) -> str:
+    """Graph events as TriG in the format event files are read in (each event a named graph, its
+    `prov:generatedAtTime` in the default graph), so that `rsep run --stream` reads them back."""
+    quads = ox.parse("".join(event.nquads() for event in events), format=ox.RdfFormat.N_QUADS)
+    prefixes = {"prov": "http://www.w3.org/ns/prov#", "xsd": "http://www.w3.org/2001/XMLSchema#"}
+    text = ox.serialize(quads, format=ox.RdfFormat.TRIG, prefixes=prefixes)
+    return (text or b"").decode("utf-8")

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 import pyoxigraph as ox
 
@@ -30,8 +31,9 @@ RESULT_MEDIA_TYPES = (
     "text/tab-separated-values",
 )
 """Media types of SELECT results, in the order of preference when the client has none."""
-BOOLEAN_MEDIA_TYPES = RESULT_MEDIA_TYPES[:2]
-"""ASK results: CSV and TSV are defined for solution sequences only."""
+BOOLEAN_MEDIA_TYPES = RESULT_MEDIA_TYPES
+"""ASK results: the SPARQL 1.1 CSV/TSV formats define solution sequences only, but Oxigraph
+writes a boolean in them as the one line `true` or `false`, which we serve."""
 GRAPH_MEDIA_TYPES = (
     "text/turtle",
     "application/n-triples",
@@ -41,6 +43,14 @@ GRAPH_MEDIA_TYPES = (
     "application/trig",
 )
 """Media types of RDF graphs (CONSTRUCT, DESCRIBE, GET of one graph)."""
+QueryForm = Literal["solutions", "boolean", "graph"]
+"""What a query answers: SELECT, ASK, or CONSTRUCT and DESCRIBE."""
+OFFERS: dict[QueryForm, tuple[str, ...]] = {
+    "solutions": RESULT_MEDIA_TYPES,
+    "boolean": BOOLEAN_MEDIA_TYPES,
+    "graph": GRAPH_MEDIA_TYPES,
+}
+"""The media types each form of answer can be serialised as, in order of preference."""
 GRAPH_PAYLOAD_MEDIA_TYPES = GRAPH_MEDIA_TYPES[:4]
 """What a PUT or POST of one graph may carry: formats without named graphs, and JSON-LD."""
 DATASET_MEDIA_TYPES = ("application/trig", "application/n-quads", "application/ld+json")
@@ -61,8 +71,26 @@ class PayloadError(ServiceError):
     """An RDF payload that does not parse (line and column when the parser reports them)."""
 
 
+class QuerySyntaxError(ServiceError):
+    """A query or update that Oxigraph's parser rejects; `source` is `query` or `update`, and
+    line and column are where Oxigraph says."""
+
+    def __init__(self, message: str, *, source: str, line: int | None, column: int | None) -> None:
+        super().__init__(message, line=line, column=column)
+        self.source = source
+
+
 class EvaluationError(ServiceError):
-    """A query or update that Oxigraph rejects although it passed our grammar."""
+    """A query or update that Oxigraph parsed but could not evaluate."""
+
+
+class ServiceCallError(EvaluationError):
+    """An input/output error while evaluating: in practice a SERVICE call that failed (refused,
+    an HTTP error, an IRI that is not an http(s) URL), or a LOAD that could not fetch."""
+
+
+class UnrepresentableResult(ServiceError):
+    """A result that the requested format cannot carry (e.g. RDF 1.2 triple terms in JSON-LD)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,34 +123,111 @@ def is_absolute_iri(text: str) -> bool:
 
 
 def run_query(
-    store: ox.Store, text: str, *, media_type: str, base_iri: str | None, dataset: Dataset | None = None
-) -> bytes:
-    """Run a query (its text as the client sent it) and serialise the result as `media_type`,
-    one of RESULT_MEDIA_TYPES for SELECT and ASK or GRAPH_MEDIA_TYPES for CONSTRUCT and DESCRIBE."""
+    store: ox.Store,
+    text: str,
+    *,
+    choose: Callable[[QueryForm], str],
+    base_iri: str | None,
+    dataset: Dataset | None = None,
+) -> tuple[str, bytes]:
+    """Run a query (its text as the client sent it) and serialise the whole result before
+    returning: (media type, body). `choose` gets the form of the answer and returns one of
+    its OFFERS (or raises, e.g. when nothing is acceptable).
+
+    pyoxigraph's results are lazy and "unsendable" (they must be dropped by the thread that made
+    them), so every error is turned into a ServiceError here, raised after the result is
+    dropped: no traceback carries the result to another thread."""
+    result = _evaluate(store, text, base_iri, dataset)
+    failure: ServiceError | None = None
     try:
-        if dataset is None:
-            result = store.query(text, base_iri=base_iri)
-        else:  # both are given, so that a dataset of named graphs only has an empty default graph
-            result = store.query(
-                text,
-                base_iri=base_iri,
-                default_graph=[ox.NamedNode(iri) for iri in dataset.default_graphs],
-                named_graphs=[ox.NamedNode(iri) for iri in dataset.named_graphs],
-            )
-    except SyntaxError as error:
-        raise EvaluationError(str(error)) from None
-    if isinstance(result, ox.QueryTriples):
-        return result.serialize(format=_rdf_format(media_type)) or b""
-    return result.serialize(format=_results_format(media_type)) or b""
+        media_type = choose(_form(result))
+        body = _serialize(result, media_type)
+    except UnrepresentableResult as error:  # a fresh one: this one's traceback holds the result
+        failure = UnrepresentableResult(error.message)
+    except (OSError, ValueError, RuntimeError) as error:
+        failure = _evaluation_error(error)
+    finally:
+        del result
+    if failure is not None:
+        raise failure
+    return media_type, body
 
 
 def run_update(store: ox.Store, text: str, *, base_iri: str | None) -> None:
     """Run a SPARQL update; Oxigraph applies it in one transaction."""
+    failure: ServiceError | None = None
     with _write_lock:
         try:
             store.update(text, base_iri=base_iri)
         except SyntaxError as error:
-            raise EvaluationError(str(error)) from None
+            failure = _syntax_error(error, "update")
+        except (OSError, ValueError, RuntimeError) as error:
+            failure = _evaluation_error(error)
+    if failure is not None:
+        raise failure
+
+
+def _evaluate(
+    store: ox.Store, text: str, base_iri: str | None, dataset: Dataset | None
+) -> ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples:
+    """Parse the query and start it: SELECT and CONSTRUCT evaluate lazily, ASK here."""
+    failure: ServiceError
+    try:
+        if dataset is None:
+            return store.query(text, base_iri=base_iri)
+        # both are given, so that a dataset of named graphs only has an empty default graph
+        return store.query(
+            text,
+            base_iri=base_iri,
+            default_graph=[ox.NamedNode(iri) for iri in dataset.default_graphs],
+            named_graphs=[ox.NamedNode(iri) for iri in dataset.named_graphs],
+        )
+    except SyntaxError as error:
+        failure = _syntax_error(error, "query")
+    except (OSError, ValueError, RuntimeError) as error:
+        failure = _evaluation_error(error)
+    raise failure
+
+
+def _form(result: ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples) -> QueryForm:
+    if isinstance(result, ox.QueryTriples):
+        return "graph"
+    return "boolean" if isinstance(result, ox.QueryBoolean) else "solutions"
+
+
+def _serialize(result: ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples, media_type: str) -> bytes:
+    """The result as `media_type`. Graphs are evaluated first (evaluation errors), then written
+    (a format that cannot carry them); the results formats carry every term."""
+    if not isinstance(result, ox.QueryTriples):
+        return result.serialize(format=_results_format(media_type)) or b""
+    triples = list(result)
+    try:
+        return ox.serialize(triples, format=_rdf_format(media_type)) or b""
+    except (OSError, ValueError) as error:
+        message = f"the result cannot be written as {media_type}: {_one_line(str(error))}"
+    raise UnrepresentableResult(message)
+
+
+_SYNTAX_POSITION = re.compile(r"^error at (\d+):(\d+): ")
+
+
+def _syntax_error(error: SyntaxError, source: str) -> QuerySyntaxError:
+    """Oxigraph's message (`error at 3:10: expected ...`) with its position as fields."""
+    message = _one_line(str(error))
+    found = _SYNTAX_POSITION.match(message)
+    if found is None:
+        return QuerySyntaxError(message, source=source, line=error.lineno, column=error.offset)
+    line, column = int(found.group(1)), int(found.group(2))
+    return QuerySyntaxError(message[found.end() :], source=source, line=line, column=column)
+
+
+def _evaluation_error(error: Exception) -> EvaluationError:
+    kind = ServiceCallError if isinstance(error, OSError) else EvaluationError
+    return kind(_one_line(str(error)) or type(error).__name__)
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
 
 
 # --------------------------------------------------------------------------- graph store

@@ -12,6 +12,11 @@ dataset the dialect defines:
 - CQELS: the default graph is the static data (the `FROM <g>` graphs, else
   the knowledge base's default graph); each window is a named graph.
 
+Under an entailment regime each window graph has a hidden graph beside it
+holding what the regime derives from the window (C-SPARQL: from the merged
+default graph) and the window does not hold (rsep.plugin.store.entailed),
+changed by difference at each evaluation like the window graphs.
+
 `FROM <g>` takes g from the knowledge base: the named graph g when the base
 has one, else its default graph (CityBench's `FROM <http://127.0.0.1:9000/...
 /SensorRepository.rdf>` cannot be fetched: load the file with `--kb`). Every
@@ -23,19 +28,27 @@ write on the endpoint), before the next evaluation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pyoxigraph as ox
 
 from rsep.plugin.events import GraphEvent, Timestamp
 from rsep.plugin.service.matches import MATCH_IRI_PREFIX, MATCHES_GRAPH
-from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase, schema_quads, solutions
+from rsep.plugin.store.entailed import EntailedGraph, SchemaClosure, static_entailed
+from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase, solutions
 from rsep.plugin.store.nested import ScratchGraphs
 from rsep.plugin.store.rdfio import read_event_file
 from rsep.plugin.windows.cep import SKOLEM, ClauseRunner, Solution, clause_answer, read_row, window_events
 from rsep.plugin.windows.output import WindowRun, output_variables
-from rsep.plugin.windows.plan import MERGED_GRAPH, STATIC_GRAPH, Form, WindowPlan, evaluation_query
+from rsep.plugin.windows.plan import (
+    MERGED_GRAPH,
+    STATIC_GRAPH,
+    Form,
+    WindowPlan,
+    entailed_graph,
+    evaluation_query,
+)
 from rsep.plugin.windows.runtime import Answer, StreamItem, WindowReplay
 from rsep.plugin.windows.timestamp import LATEST_FUNCTION, LATEST_IN_FUNCTION
 
@@ -71,8 +84,6 @@ class OxigraphWindows:
         self.store.extend(
             q for q in self.kb.store.quads_for_pattern(None, None, None, None) if not _is_result(q.graph_name)
         )
-        if plan.query.entailment is not None:  # the schema the entailed window blocks read
-            self.store.extend(schema_quads(self.kb.store))
         self.kb_graphs: list[NamedGraph] = list(self.store.named_graphs())
         self.static = self._static_graph()
         graphs = [MERGED_GRAPH] if plan.merged else [w.graph for w in plan.windows]
@@ -84,6 +95,8 @@ class OxigraphWindows:
         else:
             self.named_graphs.extend(self.window_graphs)
         self._loaded: set[ox.Quad] = set()
+        self.entailed = self._entailed_graphs() if plan.query.entailment is not None else []
+        self.named_graphs.extend(e.graph for e in self.entailed)
         self.scratch = ScratchGraphs(self.store, plan.nested, self.default_graph, graphs)
         self.named_graphs.extend(self.scratch.graphs)
 
@@ -108,7 +121,28 @@ class OxigraphWindows:
             self.store.extend(ox.Quad(q.subject, q.predicate, q.object, merged) for q in quads)
         return merged
 
+    def _entailed_graphs(self) -> list[EntailedGraph]:
+        """Under an entailment regime, the hidden graph beside each window graph (rsep.plugin.store.
+        entailed), over the schema of this copy of the knowledge base. C-SPARQL's merged default
+        graph is entailed as one graph: its hidden graph also holds what the static graphs derive."""
+        self.closure = SchemaClosure(self.store)
+        if not self.plan.merged:
+            return [EntailedGraph(ox.NamedNode(entailed_graph(g.value))) for g in self.window_graphs]
+        static: frozenset[ox.Triple] = frozenset()
+        if self.static is not None:
+            quads = self.store.quads_for_pattern(None, None, None, self.static)
+            static = static_entailed(self.closure, quads, self._is_static)
+        graph = EntailedGraph(ox.NamedNode(entailed_graph(MERGED_GRAPH)), static)
+        self.store.extend(graph.initial())
+        return [graph]
+
     # ------------------------------------------------------------------ evaluation
+
+    @property
+    def knowledge_version(self) -> int:
+        """The knowledge base's version an evaluation reads (rsep.plugin.windows.runtime.
+        VersionedEvaluator): the store is copied again when it moves."""
+        return self.kb.lookup_version
 
     def evaluate(self, contents: Sequence[Sequence[StreamItem]]) -> Answer:
         if self.kb.lookup_version != self.version:
@@ -143,20 +177,32 @@ class OxigraphWindows:
         return Answer(rows=rows, spans=tuple(span for _, span in pairs) if self.plan.intervals else ())
 
     def _load(self, contents: Sequence[Sequence[StreamItem]]) -> None:
-        """Bring the window graphs to `contents`: windows slide, so only the difference with the
-        previous evaluation is removed and added (clearing a graph scans the store)."""
-        quads = set()
+        """Bring the window graphs, and their hidden graphs of entailed triples, to `contents`:
+        windows slide, so only the difference with the previous evaluation is removed and added
+        (clearing a graph scans the store)."""
+        held: list[set[ox.Triple]] = [set() for _ in self.window_graphs]
         for index, items in enumerate(contents):
-            graph = self.window_graphs[0 if self.plan.merged else index]
+            triples = held[0 if self.plan.merged else index]
             for item in items:
                 triple = self._triple(item.triple)
-                if self.plan.merged and self._is_static(triple):
-                    continue
-                quads.add(ox.Quad(triple.subject, triple.predicate, triple.object, graph))
-        for quad in self._loaded - quads:
-            self.store.remove(quad)
-        self.store.extend(quads - self._loaded)
+                if not (self.plan.merged and self._is_static(triple)):
+                    triples.add(triple)
+        quads = {
+            ox.Quad(t.subject, t.predicate, t.object, graph)
+            for graph, triples in zip(self.window_graphs, held, strict=True)
+            for t in triples
+        }
+        self._apply(self._loaded - quads, quads - self._loaded)
         self._loaded = quads
+        if self.entailed:
+            is_static = self._is_static if self.plan.merged else _never
+            for entailed, triples in zip(self.entailed, held, strict=True):
+                self._apply(*entailed.update(triples, self.closure, is_static))
+
+    def _apply(self, removed: Iterable[ox.Quad], added: Iterable[ox.Quad]) -> None:
+        for quad in removed:
+            self.store.remove(quad)
+        self.store.extend(added)
 
     def _is_static(self, triple: ox.Triple) -> bool:
         if self.static is None:
@@ -190,6 +236,10 @@ class OxigraphWindows:
                 latest_in.get(getattr(stream, "value", ""), {}), terms
             ),
         }
+
+
+def _never(_: ox.Triple) -> bool:
+    return False
 
 
 def _is_result(graph: object) -> bool:
@@ -252,8 +302,15 @@ def read_window_streams(plan: WindowPlan, files: Sequence[tuple[str, Path]]) -> 
 
 def replay_windows(plan: WindowPlan, kb: KnowledgeBase, files: Sequence[tuple[str, Path]]) -> WindowRun:
     """`rsep run` for a window query: read the files, replay, collect what each evaluation answers."""
-    streams = read_window_streams(plan, files)
+    return replay_window_events(plan, kb, read_window_streams(plan, files))
+
+
+def replay_window_events(
+    plan: WindowPlan, kb: KnowledgeBase, streams: Mapping[str, Sequence[GraphEvent]]
+) -> WindowRun:
+    """The replay over events already read, per stream IRI (event files, and the graph events of
+    C-SPARQL `REGISTER STREAM` rules)."""
     evaluator = OxigraphWindows(plan, kb)
     evaluations = WindowReplay(plan, evaluator).run(streams)
-    numeric = all(event.time.numeric for events in streams.values() for event in events)
+    numeric = all(event.time.numeric for iri in plan.streams for event in streams.get(iri, ()))
     return WindowRun(plan, tuple(evaluations), output_variables(plan, evaluator.variables), numeric)

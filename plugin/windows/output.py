@@ -8,17 +8,21 @@ time and the solution's interval); a CONSTRUCT evaluation is
 one graph event, `{"start": T, "end": T, "triples": ["<s> <p> <o> .", ...]}`.
 T is a JSON number when every input timestamp was a number, else an
 xsd:dateTime in UTC (`2014-08-01T08:00:03Z`). `srj`: SPARQL 1.1 Query
-Results JSON of every SELECT solution, in the same order.
+Results JSON of every SELECT solution, in the same order. A CONSTRUCT's
+evaluations are also graph events (`graph_events`): what a C-SPARQL
+`REGISTER STREAM` feeds to other queries and `--format trig` writes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 
+from rsep.plugin.events import GraphEvent, Timestamp
 from rsep.plugin.results import srj_term
 from rsep.plugin.windows.functions import TICKS_PER_SECOND
 from rsep.plugin.windows.plan import Form, WindowPlan
@@ -34,6 +38,20 @@ def format_ticks(ticks: int, numeric: bool) -> int | float | str:
         return int(seconds) if seconds.denominator == 1 else float(seconds)
     moment = _EPOCH + timedelta(microseconds=ticks)
     return moment.isoformat().replace("+00:00", "Z")
+
+
+def ticks_timestamp(ticks: int, numeric: bool) -> Timestamp:
+    """A computed time (an evaluation time, a window bound) as a Timestamp written like the input's:
+    a number of seconds, or an xsd:dateTime in UTC."""
+    return Timestamp(ticks / TICKS_PER_SECOND, str(format_ticks(ticks, numeric)), numeric)
+
+
+def evaluation_event(stream: str, ticks: int, numeric: bool, triples: Sequence[str]) -> GraphEvent:
+    """An evaluation's constructed triples as one graph event of `stream`, stamped with the evaluation
+    time t' (RSEP-QL §3.4: the window close that produced them) and named after both."""
+    digest = hashlib.sha256(json.dumps([stream, ticks]).encode("utf-8")).hexdigest()[:32]
+    body = "".join(f"{statement}\n" for statement in triples)
+    return GraphEvent(stream, f"<urn:rsep:evaluation:{digest}>", ticks_timestamp(ticks, numeric), body)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +83,13 @@ class WindowRun:
 
     def jsonl(self) -> str:
         return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in self.records())
+
+    def graph_events(self, stream: str) -> list[GraphEvent]:
+        """A CONSTRUCT's evaluations as graph events of `stream`, in time order (evaluations that
+        constructed nothing are not events)."""
+        if self.plan.form is not Form.CONSTRUCT:
+            raise ValueError("only a CONSTRUCT query's evaluations are graph events")
+        return [evaluation_event(stream, e.time, self.numeric, e.answer.triples) for e in self.evaluations]
 
     def srj(self) -> str:
         if self.plan.form is Form.CONSTRUCT:

@@ -11,8 +11,9 @@ The query is generated from the syntax tree (never by string surgery):
   `WindowElement(s, P)` becomes `GRAPH <window graph> { P }`; the static data
   is the default graph;
 - timestamp() calls become latestTime() calls (rsep.plugin.windows.timestamp);
-- under an entailment regime, window blocks match the entailed windows
-  (rsep.plugin.compile.entailment; the store adds the schema graph);
+- under an entailment regime, window blocks match the entailed windows: each
+  triple pattern also reads the window's hidden graph of entailed triples
+  (`entailed_graph`, filled by rsep.plugin.store.entailed);
 - an ASK (SELECT DISTINCT with an empty projection, as the grammar writes it)
   becomes an ASK query;
 - CQELS-CEP: the event clauses (the top-level `MatchElement`) run on the NFA
@@ -83,6 +84,7 @@ WINDOW_GRAPH = RSEP + "window-"
 """Prefix of the graph that holds window i of a CQELS query."""
 STATIC_GRAPH = RSEP + "static"
 """The merge of several static FROM graphs, when a query names more than one."""
+ENTAILED_SUFFIX = "-entailed"
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
@@ -174,7 +176,7 @@ def plan_windows(query: EventQuery) -> WindowPlan:
     except (TimestampError, EventClauseError) as error:
         raise WindowPlanError(str(error)) from None
     if query.entailment is not None:
-        where = _entailed(where, query.entailment)
+        where = _entailed(where, query.entailment, windows, merged)
     where = rebuild(where, lambda node: _window_block(node, windows, merged))
     try:
         compiled, nested = compile_nested_paths(where)
@@ -245,12 +247,23 @@ def _timestamps(query: EventQuery) -> GroupPattern:
     return where
 
 
-def _entailed(where: GroupPattern, regime: str) -> GroupPattern:
+def entailed_graph(graph: str) -> str:
+    """The hidden graph beside a window graph that holds what an entailment regime derives from
+    the window and the window does not hold (C-SPARQL: from the merged default graph)."""
+    return graph + ENTAILED_SUFFIX
+
+
+def _entailed(
+    where: GroupPattern, regime: str, windows: tuple[WindowSpec, ...], merged: bool
+) -> GroupPattern:
     """Window blocks under the regime; static patterns read the knowledge base as stored."""
 
     def visit(node: Node) -> Node:
         if isinstance(node, WindowElement):
-            return WindowElement(node.stream, entail_window_pattern(node.pattern, regime))
+            graph = MERGED_GRAPH if merged else _window_of(node, windows).graph
+            return WindowElement(
+                node.stream, entail_window_pattern(node.pattern, entailed_graph(graph), regime)
+            )
         return node
 
     try:
@@ -287,11 +300,15 @@ def _window_block(node: Node, windows: tuple[WindowSpec, ...], merged: bool) -> 
         return node
     if merged:
         return node.pattern
+    return GraphGraphPattern(IRI(_window_of(node, windows).graph), node.pattern)
+
+
+def _window_of(node: WindowElement, windows: tuple[WindowSpec, ...]) -> WindowSpec:
     matches = [w for w in windows if w.name == node.stream]
     if not matches:
         known = ", ".join(f"<{w.name}>" for w in windows)
         raise WindowPlanError(f"no window is declared for <{node.stream}> (declared: {known})")
-    return GraphGraphPattern(IRI(matches[0].graph), node.pattern)
+    return matches[0]
 
 
 def _query_node(query: EventQuery, where: GroupPattern, intervals: bool) -> tuple[Form, Node]:

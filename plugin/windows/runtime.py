@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from rsep.plugin.algebra.events import ReportPolicy, Window
 from rsep.plugin.events import GraphEvent, Timestamp
@@ -68,6 +68,16 @@ class WindowEvaluator(Protocol):
     """What the runtime needs from a store: the answer over given window contents."""
 
     def evaluate(self, contents: Sequence[Sequence[StreamItem]]) -> Answer: ...
+
+
+@runtime_checkable
+class VersionedEvaluator(Protocol):
+    """An evaluator whose answers also depend on background knowledge that may change between
+    evaluations (a SPARQL Update on the endpoint): an answer is reused only while the version of
+    that knowledge has not moved either."""
+
+    @property
+    def knowledge_version(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +153,8 @@ class WindowReplay:
     def _answer(self, extents: list[Extent], windows: list[tuple[Window, StreamContent]]) -> Answer:
         """The evaluator's answer over the windows' contents, reused while they do not change."""
         key = tuple((e.lo + s.base, e.hi + s.base) for e, (_, s) in zip(extents, windows, strict=True))
+        if isinstance(self.evaluator, VersionedEvaluator):
+            key += ((self.evaluator.knowledge_version, 0),)
         if self._last is None or self._last[0] != key:
             contents = [stream.items[e.lo : e.hi] for e, (_, stream) in zip(extents, windows, strict=True)]
             self._last = (key, self.evaluator.evaluate(contents))

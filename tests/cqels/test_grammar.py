@@ -140,6 +140,38 @@ def test_seq_in_a_window_is_a_sequence_with_one_negation():
     assert query.streams == (StreamDecl("http://s", W, TimeWindow(Duration(10, TimeUnit.MINUTES))),)
 
 
+def test_the_inline_window_form_is_a_named_window_and_its_block():
+    """§3.1's WinSpec `WINDOW :W ON <s> [RANGE 10m] { TSP }` is FROM NAMED WINDOW :W ON <s> [...]
+    with `WINDOW :W { TSP }`: the same query."""
+    body = "{ SEQ ({?v :delayAt ?s}, {?v :delayAt ?s}, !{?v :arriveAt ?s}) } ?v a :subway }"
+    declared = parse(f"{CEP}WHERE {{ WINDOW :W {body}")
+    inline = parse(f"PREFIX : <http://e/> SELECT * WHERE {{ WINDOW :W ON <http://s> [RANGE 10m] {body}")
+    assert inline == declared
+    both = parse(
+        "PREFIX : <http://e/> SELECT * FROM NAMED WINDOW :A ON <http://s> [RANGE 10m] WHERE { "
+        "SEQ(:A, !:B) WINDOW :A { ?v :p ?s } WINDOW :B ON <http://t> [NOW] { ?v :q ?s } }"
+    )
+    assert both.streams == (
+        StreamDecl("http://s", "http://e/A", TimeWindow(Duration(10, TimeUnit.MINUTES))),
+        StreamDecl("http://t", "http://e/B", NowWindow()),
+    )
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("WINDOW :W ON <http://t> [NOW] { ?v :p ?s }", "window <http://e/W> is declared twice"),
+        ("WINDOW :V ON <http://t> [RANGE 0s] { ?v :p ?s }", "a window's width and slide must be positive"),
+    ],
+)
+def test_inline_window_errors_are_located(where, message):
+    text = f"{CEP}WHERE {{ {where} }}"
+    with pytest.raises(SparqlSyntaxError) as error:
+        parse(text)
+    column = text.index(where) + 1  # at the inline WINDOW
+    assert (error.value.line, error.value.column, error.value.message) == (1, column, message)
+
+
 def test_seq_over_windows_takes_each_windows_pattern():
     query = parse(
         "PREFIX : <http://e/> SELECT * FROM NAMED WINDOW :A ON <http://s> [RANGE 10m] "

@@ -267,9 +267,16 @@ def test_nothing_acceptable_is_406(client: FlaskClient) -> None:
     assert "application/sparql-results+json" in response.get_data(as_text=True)
 
 
-def test_ask_is_not_offered_as_csv(client: FlaskClient) -> None:
-    response = client.get("/sparql", query_string={"query": "ASK {}"}, headers={"Accept": "text/csv"})
-    assert response.status_code == 406
+@pytest.mark.parametrize(
+    ("media_type", "body"), [("text/csv", "true"), ("text/tab-separated-values", "false")]
+)
+def test_ask_in_csv_and_tsv_is_one_line_as_oxigraph_writes_it(
+    client: FlaskClient, media_type: str, body: str
+) -> None:
+    query = "ASK {}" if body == "true" else f"ASK {{ <{EX}nothing> ?p ?o }}"
+    response = client.get("/sparql", query_string={"query": query}, headers={"Accept": media_type})
+    assert (response.status_code, response.mimetype) == (200, media_type)
+    assert response.get_data(as_text=True) == body
 
 
 def test_ask_in_xml(client: FlaskClient) -> None:
@@ -339,6 +346,22 @@ def test_accept_parsing_takes_the_most_specific_range() -> None:
     assert choose(["text/tab-separated-values", "text/csv"], ranges) == "text/csv"
     assert choose(["text/tab-separated-values"], ranges) is None
     assert choose(["application/sparql-results+json"], ranges) == "application/sparql-results+json"
+
+
+def test_q_zero_refuses_a_type_whatever_name_a_wildcard_also_matches(client: FlaskClient) -> None:
+    """`*/*;q=0.1` matches SPARQL JSON as `application/json` too, but the explicit q=0 wins."""
+    accept = "application/sparql-results+json;q=0, */*;q=0.1"
+    response = client.get("/sparql", query_string={"query": SELECT_ALL}, headers={"Accept": accept})
+    assert (response.status_code, response.mimetype) == (200, "application/sparql-results+xml")
+    only_json = {"Accept": "application/sparql-results+json;q=0"}
+    assert client.get("/sparql", query_string={"query": SELECT_ALL}, headers=only_json).status_code == 406
+
+
+def test_q_zero_for_an_alias_refuses_the_type_it_names() -> None:
+    ranges = parse_accept("application/json;q=0, */*;q=0.1")
+    offers = ["application/sparql-results+json", "application/sparql-results+xml"]
+    assert choose(offers, ranges) == "application/sparql-results+xml"
+    assert choose(["application/sparql-results+json"], ranges) is None
 
 
 def test_accept_parsing_ignores_malformed_elements() -> None:

@@ -1,6 +1,6 @@
 """The entailment fixtures, each with exact expected matches under RDFS and without entailment:
-subclass, subproperty, domain and range inference in SPAseq, EP-SPARQL and C-SPARQL queries,
-and the EP-SPARQL paper's Test 3 shape (routes over a background road graph)."""
+subclass, subproperty, domain and range inference in SPAseq, EP-SPARQL and C-SPARQL queries (the
+EP-SPARQL paper's Test 3 shape, whose knowledge base changes between events: test_routes.py)."""
 
 from __future__ import annotations
 

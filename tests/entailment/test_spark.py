@@ -16,7 +16,7 @@ from tests.entailment.support import case_query, expected, request
 pytestmark = pytest.mark.spark
 
 
-@pytest.mark.parametrize("case", ["spaseq-subclass", "epsparql-seq", "routes"])
+@pytest.mark.parametrize("case", ["spaseq-subclass", "epsparql-seq"])
 def test_spark_finds_the_entailed_matches(spark, case):
     from rsep.plugin.spark.stage import SparkReplay
 

@@ -10,14 +10,19 @@ N-Triples term) pairs. The operators are evaluated bottom-up exactly as
 - Join: compatible pairs, interval hull; Union: set union;
 - SeqJoin: compatible pairs with `t_omega < t'_alpha`;
 - EqJoin: compatible pairs with equal intervals;
-- SeqRightJoin(Psi', Psi): SeqJoin(Psi', Psi), plus every solution of Psi
-  with no compatible solution of Psi' ending before it starts;
-- EqLeftJoin(Psi, Psi'): EqJoin, plus every solution of Psi with no compatible
-  solution of Psi' on the same interval;
-- LeftJoin(Psi, Psi', F): joined pairs where F holds on the joined mapping and
-  the optional side ends no later than the mandatory side (`t'_omega <= t_omega`,
-  rsep's documented reading of the extracted `<`), plus every solution of Psi
-  with no such partner;
+- SeqRightJoin(Psi', Psi, F): Filter(F, SeqJoin(Psi', Psi)), plus every
+  solution of Psi with no compatible solution of Psi' ending before it starts
+  for which F holds (on the joined mapping, with Psi's interval);
+- EqLeftJoin(Psi, Psi', F): Filter(F, EqJoin(Psi, Psi')), plus every solution
+  of Psi with no compatible solution of Psi' on the same interval for which F
+  holds (likewise);
+- LeftJoin(Psi, Psi', F): joined pairs where F holds on the joined mapping
+  (with the mandatory side's interval) and the optional side ends no later
+  than the mandatory side (`t'_omega <= t_omega`, rsep's documented reading of
+  the extracted `<`), plus every solution of Psi with no such partner;
+- in all three, F is the optional group's own FILTERs (a `Filter` at the top of
+  the optional side, as SPARQL's translation of OPTIONAL takes them), plus
+  `LeftJoin.expr`;
 - Filter(F, Psi): F evaluated with getDURATION()/getSTARTTIME()/getENDTIME()
   replaced by the solution's interval.
 
@@ -107,19 +112,49 @@ class Filter:
         return f"{{ {self.pattern.render()} FILTER({self.expr}) }}"
 
 
-Pattern = TP | Bin | LeftJoin | Filter
+@dataclass(frozen=True)
+class BGP:
+    """Juxtaposed triple patterns in one group: Join of their BGPs (§4.2)."""
+
+    triples: tuple[TP, ...]
+
+    def render(self) -> str:
+        return "{ " + " ".join(f"{t.s} {t.p} {t.o} ." for t in self.triples) + " }"
+
+
+@dataclass(frozen=True)
+class PathTP:
+    """`s step1/step2/... o` with steps `<p>`, `^<p>` or `(<p>|<q>)`: a path over triple
+    occurrences (docs/semantics.md), each step one occurrence, the nodes in between
+    existentially bound (not in the solution), the interval the hull of the occurrences."""
+
+    s: Term
+    steps: tuple[str, ...]
+    o: Term
+
+    def render(self) -> str:
+        return f"{{ {self.s} {'/'.join(self.steps)} {self.o} . }}"
+
+
+Pattern = TP | Bin | LeftJoin | Filter | BGP | PathTP
 
 PREFIXES = f"PREFIX : <{EX}>\nPREFIX xsd: <{XSD}>\n"
 
 
-def select_query(pattern: Pattern, projection: Sequence[str] | None = None) -> str:
+def select_query(pattern: Pattern, projection: Sequence[str] | None = None, modifiers: str = "") -> str:
+    """`modifiers`: "DISTINCT" goes after SELECT, anything else (LIMIT, OFFSET) after WHERE."""
+    words = modifiers.split()
+    distinct = "DISTINCT " if "DISTINCT" in words else ""
+    tail = " ".join(w for w in words if w != "DISTINCT")
     head = "*" if projection is None else " ".join(f"?{v}" for v in projection)
-    return f"{PREFIXES}SELECT {head} WHERE {{ {pattern.render()} }}\n"
+    return f"{PREFIXES}SELECT {distinct}{head} WHERE {{ {pattern.render()} }} {tail}\n"
 
 
 def variables(pattern: Pattern) -> set[str]:
-    if isinstance(pattern, TP):
-        return {t[1:] for t in (pattern.s, pattern.p, pattern.o) if t.startswith("?")}
+    if isinstance(pattern, TP | PathTP):
+        return {t[1:] for t in (pattern.s, getattr(pattern, "p", ""), pattern.o) if t.startswith("?")}
+    if isinstance(pattern, BGP):
+        return set().union(*map(variables, pattern.triples))
     if isinstance(pattern, Filter):
         return variables(pattern.pattern)
     return variables(pattern.left) | variables(pattern.right)
@@ -149,36 +184,104 @@ def _eval(pattern: Pattern, stream: frozenset[Occurrence]) -> set[Solution]:
             if mapping is not None:
                 out.add((mapping, start, end))
         return out
+    if isinstance(pattern, BGP):
+        joined = {(frozenset(), float("inf"), float("-inf"))}
+        for triple in pattern.triples:
+            joined = {merge(a, b) for a in joined for b in _eval(triple, stream) if compatible(a[0], b[0])}
+        return joined
+    if isinstance(pattern, PathTP):
+        return _path(pattern, stream)
     if isinstance(pattern, Filter):
         return {s for s in _eval(pattern.pattern, stream) if holds(pattern.expr, s[0], s[1], s[2])}
+    if isinstance(pattern, LeftJoin) or pattern.op in ("OPTIONALSEQ", "EQUALSOPTIONAL"):
+        return _optional(pattern, stream)
     left = _eval(pattern.left, stream)
     right = _eval(pattern.right, stream)
-    if isinstance(pattern, LeftJoin):
-        out = set()
-        for m in left:
-            partners = [
-                merge(m, o)
-                for o in right
-                if compatible(m[0], o[0])
-                and o[2] <= m[2]
-                and (pattern.expr is None or holds(pattern.expr, m[0] | o[0], m[1], m[2]))
-            ]
-            out.update(partners or [m])
-        return out
     op = pattern.op
     if op == "UNION":
         return left | right
     if op in ("JOIN", "SEQ", "EQUALS"):
         return {merge(a, b) for a in left for b in right if compatible(a[0], b[0]) and _related(op, a, b)}
-    if op == "OPTIONALSEQ":  # SeqRightJoin(left = optional, right = mandatory)
-        out = {merge(a, b) for a in left for b in right if compatible(a[0], b[0]) and a[2] < b[1]}
-        out |= {b for b in right if not any(compatible(a[0], b[0]) and a[2] < b[1] for a in left)}
-        return out
-    if op == "EQUALSOPTIONAL":  # EqLeftJoin(left = mandatory, right = optional)
-        out = {merge(a, b) for a in left for b in right if compatible(a[0], b[0]) and a[1:] == b[1:]}
-        out |= {a for a in left if not any(compatible(a[0], b[0]) and a[1:] == b[1:] for b in right)}
-        return out
     raise ValueError(op)
+
+
+def _optional(pattern: Bin | LeftJoin, stream: frozenset[Occurrence]) -> set[Solution]:
+    """LeftJoin, SeqRightJoin and EqLeftJoin with their condition F (see the module docstring)."""
+    if isinstance(pattern, Bin) and pattern.op == "OPTIONALSEQ":  # SeqRightJoin(Ψ' = left, Ψ = right, F)
+        optional_side, mandatory_side = pattern.left, pattern.right
+    else:
+        mandatory_side, optional_side = pattern.left, pattern.right
+    optional_side, conditions = _peel(optional_side)
+    if isinstance(pattern, LeftJoin) and pattern.expr is not None:
+        conditions.append(pattern.expr)
+    mandatory, optional = _eval(mandatory_side, stream), _eval(optional_side, stream)
+
+    def condition(joined: Mapping_, interval: Solution) -> bool:
+        return all(holds(expr, joined, interval[1], interval[2]) for expr in conditions)
+
+    def related(m: Solution, o: Solution) -> bool:
+        if isinstance(pattern, LeftJoin):
+            return o[2] <= m[2]
+        return o[2] < m[1] if pattern.op == "OPTIONALSEQ" else o[1:] == m[1:]
+
+    out: set[Solution] = set()
+    for m in mandatory:
+        partners = [o for o in optional if compatible(m[0], o[0]) and related(m, o)]
+        blocked = False
+        for o in partners:
+            joined = merge(m, o)
+            if condition(joined[0], m):
+                blocked = True
+            # LeftJoin's F reads the mandatory side's interval; Filter(F, SeqJoin/EqJoin) the joined one
+            if condition(joined[0], m if isinstance(pattern, LeftJoin) else joined):
+                out.add(joined)
+        if not blocked:
+            out.add(m)
+    return out
+
+
+def _peel(pattern: Pattern) -> tuple[Pattern, list[str]]:
+    """An optional group's own FILTERs (its top-level `Filter`s) and what is under them."""
+    conditions: list[str] = []
+    while isinstance(pattern, Filter):
+        conditions.append(pattern.expr)
+        pattern = pattern.pattern
+    return pattern, conditions
+
+
+def _path(pattern: PathTP, stream: frozenset[Occurrence]) -> set[Solution]:
+    """Chains of occurrences, one per step; the end nodes bound to s and o."""
+    chains: set[tuple[str, str, float, float]] = set()  # (from node, to node, start, end)
+    for index, step in enumerate(pattern.steps):
+        hops = _hops(step, stream)
+        if index == 0:
+            chains = set(hops)
+        else:
+            chains = {
+                (a, d, min(s1, s2), max(e1, e2)) for a, b, s1, e1 in chains for c, d, s2, e2 in hops if b == c
+            }
+    out: set[Solution] = set()
+    for first, last, start, end in chains:
+        mapping: dict[str, str] = {}
+        ok = True
+        for term, value in ((pattern.s, first), (pattern.o, last)):
+            if term.startswith("?"):
+                ok = ok and mapping.setdefault(term[1:], value) == value
+            else:
+                ok = ok and term == value
+        if ok:
+            out.add((frozenset(mapping.items()), start, end))
+    return out
+
+
+def _hops(step: str, stream: frozenset[Occurrence]) -> list[tuple[str, str, float, float]]:
+    inverse = step.startswith("^")
+    options = set(step.lstrip("^").strip("()").split("|"))
+    return [
+        ((o, s, start, end) if inverse else (s, o, start, end))
+        for (s, p, o), start, end in stream
+        if p in options
+    ]
 
 
 def _related(op: str, a: Solution, b: Solution) -> bool:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 
 from tests.epsparql.harness import Event
-from tests.epsparql.reference import TP, Bin, Filter, LeftJoin, Pattern, iri, variables
+from tests.epsparql.reference import BGP, TP, Bin, Filter, LeftJoin, PathTP, Pattern, iri, variables
 
 PREDICATES = [iri("p"), iri("q"), iri("r")]
 NODES = [iri("a"), iri("b"), iri("c")]
@@ -48,6 +48,23 @@ def triple_patterns() -> st.SearchStrategy[TP]:
     return st.builds(TP, subject, st.sampled_from(PREDICATES), obj)
 
 
+def bgps(max_size: int = 6) -> st.SearchStrategy[BGP]:
+    """Juxtaposed triple patterns in one group (a join group for rsep)."""
+    return st.builds(BGP, st.lists(triple_patterns(), min_size=2, max_size=max_size).map(tuple))
+
+
+def path_steps() -> st.SearchStrategy[str]:
+    first, second = st.sampled_from(PREDICATES), st.sampled_from(PREDICATES)
+    return st.one_of(first, first.map(lambda x: "^" + x), st.builds(lambda x, y: f"({x}|{y})", first, second))
+
+
+def path_patterns() -> st.SearchStrategy[PathTP]:
+    """`s p1/p2[/p3] o`: a path over two or three triple occurrences."""
+    subject = st.sampled_from([*VARIABLES[:2], NODES[0]])
+    obj = st.sampled_from(["?z", "?y", "?x", NODES[1]])
+    return st.builds(PathTP, subject, st.lists(path_steps(), min_size=2, max_size=3).map(tuple), obj)
+
+
 @dataclass(frozen=True)
 class Options:
     """Which shapes the pattern generator may produce."""
@@ -59,6 +76,10 @@ class Options:
     """FILTERs read only variables their group binds in every solution (else any of ?x ?y ?z ?w)."""
     optional_filters: bool = False
     """OPTIONAL groups may carry a FILTER (evaluated on the joined mapping)."""
+    leaves: tuple[str, ...] = ("triple",)
+    """Kinds of leaf: "triple" (one triple pattern), "bgp" (up to `bgp_size` juxtaposed ones),
+    "path" (a property path over two or three triples)."""
+    bgp_size: int = 6
 
 
 def value_expr(draw: st.DrawFn, names: Sequence[str]) -> str:
@@ -105,7 +126,7 @@ def filter_exprs(draw: st.DrawFn, names: Sequence[str], time: bool) -> str:
 def patterns(draw: st.DrawFn, options: Options = Options(), leaves: int | None = None) -> Pattern:
     budget = options.max_leaves if leaves is None else leaves
     if budget <= 1 or draw(st.integers(0, 3)) == 0:
-        node: Pattern = draw(triple_patterns())
+        node: Pattern = draw(leaf_patterns(options))
     else:
         split = draw(st.integers(1, budget - 1))
         op = draw(st.sampled_from(options.ops))
@@ -127,6 +148,11 @@ def patterns(draw: st.DrawFn, options: Options = Options(), leaves: int | None =
     return node
 
 
+def leaf_patterns(options: Options) -> st.SearchStrategy[Pattern]:
+    kinds = {"triple": triple_patterns(), "bgp": bgps(options.bgp_size), "path": path_patterns()}
+    return st.one_of(*(kinds[kind] for kind in options.leaves))
+
+
 def window_pushed(pattern: Pattern) -> bool:
     """Does a top-level `getDURATION() <` (or <=) conjunct bound the whole pattern
     (rsep turns it into the automaton's window)?"""
@@ -140,7 +166,7 @@ def window_pushed(pattern: Pattern) -> bool:
 
 def certain(pattern: Pattern) -> set[str]:
     """The variables every solution of `pattern` binds."""
-    if isinstance(pattern, TP):
+    if isinstance(pattern, TP | BGP | PathTP):
         return variables(pattern)
     if isinstance(pattern, Filter):
         return certain(pattern.pattern)
@@ -154,7 +180,7 @@ def certain(pattern: Pattern) -> set[str]:
 
 
 def has_optional(pattern: Pattern) -> bool:
-    if isinstance(pattern, TP):
+    if isinstance(pattern, TP | BGP | PathTP):
         return False
     if isinstance(pattern, Filter):
         return has_optional(pattern.pattern)
@@ -167,7 +193,7 @@ def optionals_are_safe(pattern: Pattern, outside: frozenset[str] = frozenset()) 
     """The optional side of every optional operator shares with the rest of the
     query (`outside` and its mandatory side) only variables its mandatory side
     binds in every solution, and contains no optional operator itself."""
-    if isinstance(pattern, TP):
+    if isinstance(pattern, TP | BGP | PathTP):
         return True
     if isinstance(pattern, Filter):
         return optionals_are_safe(pattern.pattern, outside)

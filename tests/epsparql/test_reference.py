@@ -133,6 +133,20 @@ CASES: dict[str, tuple[Pattern, list[str] | None, list[Rule]]] = {
     ),
     "optional-leftjoin": (LeftJoin(TP("?x", iri("p"), "?y"), TP("?x", iri("q"), "?z")), None, []),
     "equalsoptional": (Bin("EQUALSOPTIONAL", TP("?x", iri("p"), "?y"), TP("?x", iri("q"), "?z")), None, []),
+    "equalsoptional-condition": (
+        Bin("EQUALSOPTIONAL", TP("?x", iri("p"), "?y"), Filter(TP("?x", iri("q"), "?z"), "?z > ?y")),
+        None,
+        [],
+    ),
+    "optionalseq-condition": (
+        Bin(
+            "OPTIONALSEQ",
+            Filter(TP("?x", iri("q"), "?z"), '?z > ?y && getDURATION() < "PT3S"^^xsd:dayTimeDuration'),
+            TP("?x", iri("p"), "?y"),
+        ),
+        None,
+        [],
+    ),
     "time-functions": (
         Filter(
             SEQ_PQ,

@@ -3,6 +3,8 @@ SPARQL, idempotent writes, one transaction per batch, purge."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pyoxigraph as ox
 import pytest
 
@@ -176,6 +178,25 @@ def test_a_construct_match_holds_the_instantiated_template(kb):
         {"s": f"_:m{label}talert", "p": "<urn:t:about>", "o": "<urn:h1>"},
         {"s": "<urn:h1>", "p": "<urn:t:pays>", "o": f'"25"^^<{XSD}integer>'},
     ]
+
+
+def test_an_empty_construct_match_written_twice_is_created_once(kb):
+    """A template that instantiates to nothing (its only triple has an unbound variable) gives
+    a graph without quads: its metadata, not its content, says it was written, so a replayed
+    batch, with a later detection time, neither writes it again nor pushes it again."""
+    template = (TriplePattern(Var("house"), IRI("urn:t:in"), Var("city")),)
+    graph = graph_of(a_match(), form=ConstructForm(template))
+    replayed = dataclasses.replace(graph, detected="2026-11-22T10:00:09Z")
+    sink = OxigraphMatchSink(kb)
+    assert sink.write([graph]) == [graph]
+    assert sink.write([replayed]) == []
+    assert sink.exists(graph.iri) and kb.store.contains_named_graph(ox.NamedNode(graph.iri))
+    assert select(kb, f"SELECT ?s WHERE {{ GRAPH <{graph.iri}> {{ ?s ?p ?o }} }}") == []
+    detected = select(
+        kb, f"SELECT ?t WHERE {{ GRAPH <{MATCHES_GRAPH}> {{ <{graph.iri}> prov:generatedAtTime ?t }} }}"
+    )
+    assert detected == [{"t": f'"2026-11-22T10:00:01Z"^^<{XSD}dateTime>'}]
+    assert sink.count(QIRI) == 1
 
 
 def test_purge_drops_a_querys_graphs_and_their_metadata(kb):

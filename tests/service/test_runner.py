@@ -216,6 +216,41 @@ def test_distinct_rows_stay_reported_across_a_restore():
     assert second == []
 
 
+def test_limit_and_offset_count_answers_across_steps_restores_and_an_open_rank():
+    """EP-SPARQL's LIMIT/OFFSET on the endpoint: the answers numbered 2 and 3 in detection
+    order, with a restore in between and the open rank 2 re-reported once closed (its
+    answer keeps its number: rsep.plugin.results.Slice)."""
+    text = 'SELECT ?k WHERE { ?k <urn:t:kind> "c" } LIMIT 2 OFFSET 1'
+    plan = compile_query(parse_event_query(text, dialect="ep-sparql"))
+    runner = runner_for("any", plan)
+    first = runner.step(records([event(1, "c1", key="k1", kind="c"), event(2, "c2", key="k2", kind="c")]))
+    restored = QueryRunner.restore(runner.query, plan, runner.evaluator, runner.snapshot(), clock)
+    later = [event(2, "c3", key="k3", kind="c"), event(3, "c4", key="k4", kind="c"), event(4, "x", OTHER)]
+    second = restored.step(records(later, first=2))
+    assert [g.bindings["k"] for g in first] == ["<urn:t:k2>"]
+    assert [g.bindings["k"] for g in second] == ["<urn:t:k2>", "<urn:t:k3>"]  # the writer skips k2's again
+    assert len(load_state(restored.snapshot()).numbered) == 3
+
+
+def test_events_a_join_group_remembers_are_not_forgotten():
+    """An EP-SPARQL BGP is a join group: an occurrence may join with one that comes many
+    steps later, so pruning keeps the events the group remembers (the "a" at 2400 meets the
+    "z" at 2450) while those the window let it forget go."""
+    window = 'FILTER(getDURATION() < "PT100S"^^<http://www.w3.org/2001/XMLSchema#dayTimeDuration>)'
+    text = f'SELECT ?k WHERE {{ ?k <urn:t:kind> "a" . ?k <urn:t:val> ?v . ?k <urn:t:kind> "z" {window} }}'
+    plan = compile_query(parse_event_query(text, dialect="ep-sparql"))
+    runner = runner_for("any", plan)
+    log = records(
+        [*(event(i, f"b{i}", key=f"b{i}", kind="b") for i in range(2400)), event(2400, "a", key="k0"),
+         event(2450, "z", key="k0", kind="z"), event(2451, "end", OTHER, kind="b")]
+    )  # fmt: skip
+    found = [graph for start in range(0, len(log), 500) for graph in runner.step(log[start : start + 500])]
+    assert runner.state.kept_after_prune < 200  # the window's occurrences, when last pruned
+    assert [(g.bindings, [ref.split(":")[-1].rstrip(">") for ref in g.derived_from]) for g in found] == [
+        ({"k": "<urn:t:k0>"}, ["a", "z"])
+    ]
+
+
 def test_snapshot_round_trip_keeps_counts_and_position():
     runner = runner_for("strict")
     runner.step(records([event(1, "a1"), event(2, "c1", kind="c", val=1)]))
@@ -240,8 +275,15 @@ def test_the_scratch_copy_covers_every_field_of_the_nfa_state():
     from rsep.plugin.nfa.runtime import NfaState
     from rsep.plugin.service.runner import _scratch_copy
 
-    state = NfaState(runs={1: []}, last_rank=3, history={0: [({"x": "1"}, (1.0, 2.0))]}, pending=[])
+    state = NfaState(
+        runs={1: []},
+        last_rank=3,
+        history={0: [({"x": "1"}, (1.0, 2.0))]},
+        pending=[],
+        joins={0: [(0, 5, {"x": "1"}, 1.0)]},
+    )
     copied = _scratch_copy(state)
-    assert {f.name for f in fields(NfaState)} == {"runs", "last_rank", "history", "pending"}
+    assert {f.name for f in fields(NfaState)} == {"runs", "last_rank", "history", "pending", "joins"}
     assert copied == state
     assert copied.history is not state.history and copied.history[0] is not state.history[0]
+    assert copied.joins is not state.joins and copied.joins[0] is not state.joins[0]

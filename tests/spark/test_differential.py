@@ -4,6 +4,8 @@
 - The in-process replay finds the same matches with the partition key as
   without partitioning, and whatever its batch size (Spark-free, so it runs
   many more examples).
+- Lazy conjunction operands give the eager GPM stage's matches, also over
+  batches that split a timestamp (Spark-free).
 
 Patterns have 2-4 elements joined by random strategies, each a GPM or an
 `&`/`|` pair of GPMs with a random modifier (`?` and `!` never first or last).
@@ -39,8 +41,10 @@ from rsep.plugin.algebra.sparql import Node
 from rsep.plugin.compile.automaton import CompileError
 from rsep.plugin.compile.plan import QueryPlan
 from rsep.plugin.events import GraphEvent
-from rsep.plugin.replay import NumberedEvent
+from rsep.plugin.nfa.runtime import Match, Runtime
+from rsep.plugin.replay import NumberedEvent, groups_by_key, in_detection_order
 from rsep.plugin.spark.stage import SparkReplay
+from rsep.plugin.store.gpm import GpmEvaluator
 from tests.spark.conftest import (
     EV,
     S1,
@@ -180,6 +184,35 @@ def test_partitioning_and_batching_do_not_change_the_matches(case: Case) -> None
     assert reference(case.plan, KB_BANDS, case.events, batch_size=case.batch_size) == expected
 
 
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
+@given(case=cases(max_batch=5))
+def test_lazy_conjunction_operands_find_the_matches_of_the_eager_stage(case: Case) -> None:
+    """A later `&` operand matched only where the earlier ones found rows (rsep.plugin.compile.lazy),
+    also when batches split a timestamp, as the Spark stage's may: the eager stage's matches."""
+    assume(any(g.needs is not None for g in case.plan.gpms))
+    eager = dataclasses.replace(
+        case.plan, gpms=tuple(dataclasses.replace(g, needs=None) for g in case.plan.gpms)
+    )
+    expected = reference(eager, KB_BANDS, case.events)
+    assert reference(case.plan, KB_BANDS, case.events) == expected
+    assert split_anywhere(case.plan, case.events, case.batch_size) == expected
+
+
+def split_anywhere(plan: QueryPlan, events: list[NumberedEvent], size: int) -> list[Match]:
+    """The GPM stage over slices of `size` events that may split a timestamp, then the NFA."""
+    evaluator = GpmEvaluator(plan.gpms, KB_BANDS)
+    rows: dict[int, list[tuple[int, dict[str, str]]]] = {}
+    for start in range(0, len(events), size):
+        for index, found in evaluator.evaluate((n.id, n.event) for n in events[start : start + size]).items():
+            rows.setdefault(index, []).extend(found)
+    runtime, matches = Runtime(plan.automaton), []
+    for groups in groups_by_key(rows, {n.id: n for n in events}, plan.key).values():
+        matches.extend(runtime.process(runtime.new_state(), groups)[1])
+    return in_detection_order(matches)
+
+
 def test_the_generator_covers_partition_keys_and_background_joins() -> None:
     """Guards the generator itself: the shapes the properties are about occur."""
     seen: set[str] = set()
@@ -197,6 +230,8 @@ def test_the_generator_covers_partition_keys_and_background_joins() -> None:
             seen.add("kb in batch")
         if any(g.residuals for g in case.plan.gpms):
             seen.add("stateful filter")
+        if any(g.needs is not None for g in case.plan.gpms):
+            seen.add("lazy conjunction")
 
     collect()
-    assert seen == {"key", "no key", "kb join", "kb in batch", "stateful filter"}
+    assert seen == {"key", "no key", "kb join", "kb in batch", "stateful filter", "lazy conjunction"}

@@ -388,21 +388,27 @@ def _batch_row(end: int, count: int) -> dict:
             "mapping": {}, "refs": "[]", "end": end, "count": count}  # fmt: skip
 
 
-def test_select_distinct_rows_stay_reported_across_a_restart_of_the_driver(tmp_path):
+def _driver(tmp_path: Path, kb: KnowledgeBase):
+    """A Spark streaming engine that is never started (no Spark: only the driver's half),
+    over state in `tmp_path`; a second one over the same folder is a restart."""
     from rsep.plugin.service.checkpoint import CheckpointStore
     from rsep.plugin.service.registry import Registry
     from rsep.plugin.spark.streaming import SparkStreamingEngine
     from rsep.plugin.store.matches import OxigraphMatchSink
 
+    parts = (EventLog(tmp_path / "log"), Registry(tmp_path / "queries"), CheckpointStore(tmp_path / "ck"))
+    compiler = lambda q: compile_query(parse_event_query(q.text))  # noqa: E731
+    return SparkStreamingEngine(
+        *parts, OxigraphMatchSink(kb), compiler, kb, clock=lambda: "2026-01-01T00:00:00Z"
+    )
+
+
+def test_select_distinct_rows_stay_reported_across_a_restart_of_the_driver(tmp_path):
     kb = KnowledgeBase()
     text = QUERIES["any"].replace("SELECT ?k ?v1 ?v2", "SELECT DISTINCT ?k")
 
-    def engine() -> SparkStreamingEngine:  # never started: no Spark, only the driver's half
-        parts = (EventLog(tmp_path / "log"), Registry(tmp_path / "queries"), CheckpointStore(tmp_path / "ck"))
-        compiler = lambda q: compile_query(parse_event_query(q.text))  # noqa: E731
-        return SparkStreamingEngine(
-            *parts, OxigraphMatchSink(kb), compiler, kb, clock=lambda: "2026-01-01T00:00:00Z"
-        )
+    def engine():
+        return _driver(tmp_path, kb)
 
     first = engine()
     query = first.registry.create(text, "spaseq", plan_of("any").streams, 0, {})
@@ -424,6 +430,35 @@ def test_select_distinct_rows_stay_reported_across_a_restart_of_the_driver(tmp_p
     second._on_batch(second._slots[query.id], _Rows(later), 1)
     assert counts(second, query.id) == (5, 5, 1)
     assert len(graph_names(kb)) == 1
+
+
+def test_limit_and_offset_keep_counting_across_a_restart_of_the_driver(tmp_path):
+    """EP-SPARQL's LIMIT 2 OFFSET 1 on the Spark engine: the driver numbers the answers
+    (rsep.plugin.results.Slice) and checkpoints the numbers, so after a restart the third
+    answer is the last reported (forgetting them would skip it and report the fourth)."""
+    kb = KnowledgeBase()
+    text = 'SELECT ?k WHERE { ?k <urn:t:kind> "c" } LIMIT 2 OFFSET 1'
+
+    def answer(position: int) -> dict:
+        return _match_row([(position, f"c{position}", position)], {"k": f"<urn:t:k{position}>"})
+
+    first = _driver(tmp_path, kb)
+    query = first.registry.create(text, "ep-sparql", (), 0, {})
+    first.register(query)
+    subscription = first.listeners.subscribe(query.id)
+    first._on_batch(first._slots[query.id], _Rows([answer(1), answer(2), _batch_row(3, 2)]), 0)
+    record = subscription.get(timeout=0)
+    assert record is not None and record["bindings"] == {"k": "<urn:t:k2>"}
+    assert subscription.get(timeout=0) is None
+
+    second = _driver(tmp_path, kb)  # a restart: the driver's checkpoint holds the numbered answers
+    second._load()
+    subscription = second.listeners.subscribe(query.id)
+    second._on_batch(second._slots[query.id], _Rows([answer(3), answer(4), _batch_row(5, 4)]), 1)
+    record = subscription.get(timeout=0)
+    assert record is not None and record["bindings"] == {"k": "<urn:t:k3>"}
+    assert subscription.get(timeout=0) is None
+    assert len(graph_names(kb)) == 2
 
 
 def counts(engine, query_id: str) -> tuple[int, int, int]:

@@ -1,0 +1,118 @@
+"""What `rsep serve` reads from its environment and its flags.
+
+Each setting is a key of the application's configuration (`create_app`), set by the
+environment variable of the same name and overridden by its flag, so that a service is
+configured either way (a unit file or container by variables, a shell by flags; a token kept
+out of the process list by `RSEP_TOKEN`). Unset, the application's default applies
+(`rsep.endpoint.app.DEFAULTS`). Bad values are errors that name the variable or the flag.
+
+This module imports neither Flask nor the engines: `rsep run` builds the same parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+ENGINE_NAMES = ("spark", "inprocess")
+"""The names of `rsep.endpoint.streaming.ENGINES` (a test holds them equal)."""
+
+
+def _engine(text: str) -> str:
+    if text not in ENGINE_NAMES:
+        raise ValueError(f"expected one of {', '.join(ENGINE_NAMES)}, got {text!r}")
+    return text
+
+
+def _text(text: str) -> str:
+    if not text.strip():
+        raise ValueError("expected a value, got nothing")
+    return text
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"expected a number of seconds (0 or more), got {text!r}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    value = _seconds(text)
+    if value == 0:
+        raise ValueError(f"expected a number of seconds above 0, got {text!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """A configuration key (= its environment variable) and its flag."""
+
+    key: str
+    flag: str
+    parse: Callable[[str], Any]
+    metavar: str
+    help: str
+
+
+SETTINGS = (
+    Setting("RSEP_ENGINE", "--engine", _engine, "|".join(ENGINE_NAMES),
+            "spark (default): continuous queries on Spark Structured Streaming; inprocess: the same "
+            "runtime without Spark"),
+    Setting("RSEP_MASTER", "--master", _text, "URL", "Spark master URL (default local[*])"),
+    Setting("RSEP_TOKEN", "--token", _text, "TOKEN",
+            "require Authorization: Bearer TOKEN on every request but /"),
+    Setting("RSEP_CHECKPOINT_INTERVAL", "--checkpoint-interval", _seconds, "SECONDS",
+            "seconds between checkpoints of in-process queries (window queries too), 0 after every "
+            "batch (default 1)"),
+    Setting("RSEP_SSE_HEARTBEAT", "--sse-heartbeat", _positive_seconds, "SECONDS",
+            "seconds between heartbeat comments on idle event streams (default 15)"),
+    Setting("RSEP_SPARK_TRIGGER_INTERVAL", "--trigger-interval", _seconds, "SECONDS",
+            "Spark engine: seconds between looks at the event log when idle (default 0.1)"),
+)  # fmt: skip
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The settings' flags; each defaults to None (not given), so the environment can apply."""
+    for setting in SETTINGS:
+        parser.add_argument(
+            setting.flag,
+            dest=setting.key,
+            type=_argument_type(setting),
+            default=None,
+            metavar=setting.metavar,
+            help=f"{setting.help}; or {setting.key}",
+        )
+
+
+def _argument_type(setting: Setting) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            return setting.parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    parse.__name__ = setting.flag  # argparse names the type in its own messages
+    return parse
+
+
+def configuration(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, Any]:
+    """The configuration keys the flags (first) or the environment set; a bad variable is a
+    ValueError that names it."""
+    config: dict[str, Any] = {}
+    for setting in SETTINGS:
+        given = getattr(args, setting.key, None)
+        if given is not None:
+            config[setting.key] = given
+        elif setting.key in environ:
+            try:
+                config[setting.key] = setting.parse(environ[setting.key])
+            except ValueError as error:
+                raise ValueError(f"rsep: {setting.key}: {error}") from None
+    return config

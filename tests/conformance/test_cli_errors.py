@@ -1,0 +1,178 @@
+"""`rsep run`'s failures beyond the parser: queries the compiler rejects, unreadable query and KB
+files, bad or mixed timestamps, and an engine that cannot start. Each one is exit 2, nothing on
+stdout and one line on stderr saying where (`FILE:line:col: ...` where there is a position)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from rsep.endpoint.cli import main
+from tests.conformance.test_cli import FIG1, FIG1_STREAM, RSEP, assert_failure
+
+PREFIXES = "PREFIX : <http://example.org/fig1/>\n"
+HEAD = PREFIXES + "SELECT *\nFROM STREAM S1 <http://example.org/fig1/stream>\n"
+DEFINITIONS = "  DEFINE GPM A ON S1 { ?a a :A }\n  DEFINE GPM B ON S1 { ?b a :B }\n"
+
+
+class Outcome:
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.returncode, self.stdout, self.stderr = code, out, err
+
+
+def run_main(capsys: pytest.CaptureFixture[str], query: Path, *extra: str) -> Outcome:
+    """`rsep run` in this process (no Spark: the compile and data errors come before it)."""
+    args = ["run", str(query), "--stream", f"{FIG1_STREAM}={FIG1 / 'stream.trig'}", "--engine", "inprocess"]
+    code = main([*args, *extra])
+    captured = capsys.readouterr()
+    return Outcome(code, captured.out, captured.err)
+
+
+def write_query(folder: Path, where: str) -> Path:
+    path = folder / "query.rq"
+    path.write_text(HEAD + "WHERE {\n" + where + "}\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("sequence", "column", "message"),
+    [
+        ("SEQ (A!; B)", 8, "the sequence cannot start with 'A!'"),
+        ("SEQ (A; B?)", 11, "the sequence cannot end with 'B\\?'"),
+        ("SEQ (A, (A | B)!)", 11, "the sequence cannot end with '\\(A \\| B\\)!'"),
+    ],
+)
+def test_a_sequence_the_compiler_rejects_points_at_the_element_by_its_gpm_names(
+    tmp_path, capsys, sequence, column, message
+):
+    query = write_query(tmp_path, f"  {sequence}\n" + DEFINITIONS)
+    result = run_main(capsys, query)
+    assert_failure(result, rf"{re.escape(str(query))}:5:{column}: {message}: .*")
+
+
+def test_graph_variable_inside_a_gpm_points_at_the_gpm_definition(tmp_path, capsys):
+    where = "  SEQ (A; B)\n  DEFINE GPM A ON S1 { ?a a :A }\n  DEFINE GPM B ON S1 { GRAPH ?g { ?b a :B } }\n"
+    query = write_query(tmp_path, where)
+    result = run_main(capsys, query)
+    assert_failure(result, rf"{re.escape(str(query))}:7:14: GPM B: GRAPH \?variable is not supported .*")
+
+
+def test_service_inside_a_gpm_is_rejected_at_compile_time_with_its_position(tmp_path, capsys):
+    """A SERVICE call per batch of events would make matches depend on the network (and an
+    unreachable one failed with an OSError traceback): it is refused before any event is read."""
+    where = (
+        "  SEQ (A; B)\n  DEFINE GPM A ON S1 { ?a a :A }\n"
+        "  DEFINE GPM B ON S1 { ?b a :B . SERVICE <http://127.0.0.1:9/sparql> { ?b :p ?o } }\n"
+    )
+    query = write_query(tmp_path, where)
+    result = run_main(capsys, query)
+    assert_failure(result, rf"{re.escape(str(query))}:7:14: GPM B: SERVICE is not supported inside a GPM: .*")
+
+
+def test_a_partition_variable_not_every_gpm_binds_points_at_that_variable(tmp_path, capsys):
+    query = tmp_path / "query.rq"
+    query.write_text(
+        HEAD.replace("SELECT *\n", "SELECT *\nPARTITION BY (?a ?b)\n")
+        + "WHERE {\n  SEQ (A; B)\n"
+        + DEFINITIONS
+        + "}\n",
+        encoding="utf-8",
+    )
+    result = run_main(capsys, query)
+    assert_failure(result, rf"{re.escape(str(query))}:3:15: PARTITION BY \?a, \?b: a partition variable .*")
+
+
+def test_a_query_file_that_is_not_utf8_names_the_file_and_the_byte(tmp_path, capsys):
+    query = tmp_path / "latin1.rq"
+    query.write_bytes((HEAD + "# caf\xe9\nWHERE { SEQ (A; B)\n" + DEFINITIONS + "}\n").encode("latin-1"))
+    result = run_main(capsys, query)
+    assert_failure(result, rf"{re.escape(str(query))}:4:6: the query is not UTF-8 text \(byte 0xe9\)")
+
+
+def test_a_missing_kb_file_gives_the_reason(tmp_path, capsys):
+    result = run_main(capsys, FIG1 / "query.rq", "--kb", str(tmp_path / "nothere.ttl"))
+    assert_failure(
+        result,
+        rf"{re.escape(str(tmp_path / 'nothere.ttl'))}: cannot read the file: No such file or directory",
+    )
+
+
+def test_a_bad_timestamp_points_at_its_triple_not_at_the_graph(tmp_path, capsys):
+    events = tmp_path / "bad.trig"
+    events.write_text(
+        "@prefix : <http://example.org/fig1/> .\n"
+        "@prefix prov: <http://www.w3.org/ns/prov#> .\n"
+        ":g1 { :a1 a :A . }\n"
+        ":g1 prov:generatedAtTime 1 .\n"
+        ":g2 { :b1 a :B . }\n"
+        '  :g2 prov:generatedAtTime "soon" .\n',
+        encoding="utf-8",
+    )
+    code = main(
+        ["run", str(FIG1 / "query.rq"), "--stream", f"{FIG1_STREAM}={events}", "--engine", "inprocess"]
+    )
+    captured = capsys.readouterr()
+    assert_failure(
+        Outcome(code, captured.out, captured.err), rf"{re.escape(str(events))}:6:3: bad timestamp .*g2.*"
+    )
+
+
+def test_datetime_and_number_timestamps_in_one_run_are_rejected_naming_both(tmp_path, capsys):
+    numbers, dates = tmp_path / "numbers.trig", tmp_path / "dates.trig"
+    numbers.write_text(
+        "@prefix : <http://example.org/fig1/> .\n@prefix prov: <http://www.w3.org/ns/prov#> .\n"
+        ":g1 { :a1 a :A . }\n:g1 prov:generatedAtTime 1 .\n",
+        encoding="utf-8",
+    )
+    dates.write_text(
+        "@prefix : <http://example.org/fig1/> .\n@prefix prov: <http://www.w3.org/ns/prov#> .\n"
+        "@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .\n"
+        ':g2 { :b1 a :B . }\n:g2 prov:generatedAtTime "2024-01-01T00:00:00Z"^^xsd:dateTime .\n',
+        encoding="utf-8",
+    )
+    streams = ["--stream", f"{FIG1_STREAM}={numbers}", "--stream", f"{FIG1_STREAM}={dates}"]
+    code = main(["run", str(FIG1 / "query.rq"), *streams, "--engine", "inprocess"])
+    captured = capsys.readouterr()
+    expected = (
+        rf"{re.escape(str(dates))}:5:1: timestamp 2024-01-01T00:00:00Z is an xsd:dateTime, "
+        rf"but {re.escape(str(numbers))}:4:1 gives 1, a number: .*"
+    )
+    assert_failure(Outcome(code, captured.out, captured.err), expected)
+
+
+def spark_run(
+    tmp_path: Path, *extra: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """`rsep run` with its default engine (Spark), as a user runs it."""
+    command = [
+        str(RSEP),
+        "run",
+        str(FIG1 / "query.rq"),
+        "--stream",
+        f"{FIG1_STREAM}={FIG1 / 'stream.trig'}",
+        *extra,
+    ]
+    started = time.monotonic()
+    result = subprocess.run(
+        command, capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False, env=env
+    )
+    return result, time.monotonic() - started
+
+
+def test_a_master_spark_does_not_accept_fails_fast_in_one_line(tmp_path):
+    result, seconds = spark_run(tmp_path, "--master", "bogus://nowhere")
+    assert_failure(result, r"rsep: Spark master 'bogus://nowhere' is not one Spark accepts .*")
+    assert seconds < 30  # no JVM is started to find out
+
+
+def test_a_java_home_without_java_fails_fast_in_one_line(tmp_path):
+    env = {**os.environ, "JAVA_HOME": str(tmp_path / "nonexistent")}
+    result, _ = spark_run(tmp_path, env=env)
+    assert_failure(
+        result, rf"rsep: JAVA_HOME is {re.escape(str(tmp_path / 'nonexistent'))}, which has no bin/java: .*"
+    )

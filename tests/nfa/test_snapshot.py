@@ -1,0 +1,64 @@
+"""NFA states through `rsep.plugin.nfa.snapshot`, the format every engine checkpoints: join
+groups' occurrences (format 4) survive, and a format 3 checkpoint (before join groups)
+still reads."""
+
+from __future__ import annotations
+
+import pickle
+
+from rsep.grammar import parse_event_query
+from rsep.plugin.compile.plan import compile_query
+from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.nfa import snapshot
+from rsep.plugin.nfa.runtime import NfaState, Run
+from rsep.plugin.replay import Replay, number_events
+from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
+
+EX = "http://example.org/"
+
+
+def test_runs_remembered_solutions_and_join_occurrences_round_trip():
+    path = ((3,), ((1,), None))
+    state = NfaState(
+        runs={2: [Run(2, {"x": "<a>"}, 1.0, 0, 1, path, ((1.0, 1.0), (3.0, 3.0)))]},
+        last_rank=4,
+        history={0: [({"x": "<a>"}, (1.0, 2.0))]},
+        joins={1: [(0, 7, {"x": "<a>", "y": "<b>"}, 5.0, 5.0)]},
+    )
+    restored = snapshot.decode(pickle.loads(pickle.dumps(snapshot.encode({("k",): state}))))[("k",)]
+    assert (restored.last_rank, restored.history, restored.joins) == (4, state.history, state.joins)
+    (run,) = restored.runs[2]
+    assert (run.mapping, run.path, run.spans) == ({"x": "<a>"}, path, ((1.0, 1.0), (3.0, 3.0)))
+
+
+def test_a_format_3_checkpoint_reads_with_nothing_joined():
+    old = (
+        3,
+        [((1,), -1)],
+        [(("k",), 4, {0: [({"x": "<a>"}, (1.0, 2.0))]}, [(2, [(2, {}, 1.0, 0, 1, 0, None, None)])])],
+    )
+    restored = snapshot.decode(old)[("k",)]
+    assert restored.joins == {} and restored.history == {0: [({"x": "<a>"}, (1.0, 2.0))]}
+    assert restored.runs[2][0].path == ((1,), None)
+
+
+def test_a_join_group_resumed_from_a_checkpoint_finds_what_one_replay_finds():
+    """The occurrence of :p at 1 is only in the join group's memory when the checkpoint is
+    taken; the :q at 5 must still join with it."""
+    query = f"PREFIX : <{EX}> SELECT * WHERE {{ ?x :p ?y . ?x :q ?z }}"
+    plan = compile_query(parse_event_query(query, dialect="ep-sparql"))
+    triples = [f"<{EX}a> <{EX}p> <{EX}b> .\n", f"<{EX}c> <{EX}r> <{EX}d> .\n", f"<{EX}a> <{EX}q> <{EX}e> .\n"]
+    events = number_events(
+        [[GraphEvent(EX + "s", f"<{EX}g{i}>", Timestamp(t, str(t), True), nt) for i, (t, nt) in enumerate(
+            zip((1.0, 3.0, 5.0), triples, strict=True))]]
+    )  # fmt: skip
+    whole = Replay(plan, GpmEvaluator(plan.gpms, KnowledgeBase())).run(events)
+    first = Replay(plan, GpmEvaluator(plan.gpms, KnowledgeBase()))
+    found = first.process_batch(events[:2])
+    second = Replay(plan, GpmEvaluator(plan.gpms, KnowledgeBase()))
+    second.states = snapshot.decode(pickle.loads(pickle.dumps(snapshot.encode(first.states))))
+    found += second.process_batch(events[2:])
+    assert [(m.events, m.start_time, m.end_time) for m in found] == [
+        (m.events, m.start_time, m.end_time) for m in whole
+    ]
+    assert [(m.events, m.start_time, m.end_time) for m in whole] == [((0, 2), 1.0, 5.0)]
