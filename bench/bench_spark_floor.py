@@ -1,0 +1,170 @@
+"""The latency floor of a Spark micro-batch on this machine: what the Spark streaming engine's
+ingest-to-visible latency cannot go below, whatever rsep does inside the batch.
+
+It runs, on the engine's own session settings (`plugin/spark/streaming.ENGINE_CONF`: RocksDB
+state store, no data-less batches) and `local[2]`, trivial streaming jobs of the engine's shape
+with nothing of rsep inside:
+
+- `source`: a Python Data Source streaming reader (like the event-log source) into foreachBatch;
+- `source+map+state`: the same, then mapInPandas (the GPM stage's place) and
+  applyInPandasWithState with an event-time timeout and a watermark (the per-key NFA's place),
+  one state partition per core.
+
+For each it makes one record available at a time, waits until foreachBatch has seen it, and
+prints the median and p90 of that wait (the latency of a record arriving while nothing runs) and
+of Spark's own `triggerExecution` per batch. A record arriving while a batch runs waits for that
+batch too, so under load the engine's latency is about 1.5 batches. Nothing is asserted.
+
+Run from the repository root:
+    .venv/bin/python -m bench.bench_spark_floor [--records N] [--master URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+
+from rsep.plugin.spark.session import get_session
+from rsep.plugin.spark.streaming import ENGINE_CONF
+
+COUNTER_OPTION = "counter"
+
+
+class CounterSource(DataSource):
+    """Rows 0..n-1, n read from a file the benchmark writes: a source with no work in it."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "rsep_floor_counter"
+
+    def schema(self) -> str:
+        return "key string, value long, time double"
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        return CounterReader(Path(self.options[COUNTER_OPTION]))
+
+
+class CounterReader(DataSourceStreamReader):
+    def __init__(self, counter: Path) -> None:
+        self.counter = counter
+
+    def initialOffset(self) -> dict[str, int]:
+        return {"n": 0}
+
+    def latestOffset(self) -> dict[str, int]:
+        text = self.counter.read_text() if self.counter.exists() else ""
+        return {"n": int(text or 0)}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
+        return [InputPartition((start["n"], end["n"]))]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[str, int, float]]:
+        first, end = partition.value
+        for value in range(first, end):
+            yield ("k", value, 1000.0 + value)  # after the initial watermark (0)
+
+    def commit(self, end: dict[str, int]) -> None:
+        pass
+
+
+def count_rows(
+    key: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: GroupState
+) -> Iterator[pd.DataFrame]:
+    total = (state.get[0] if state.exists else 0) + sum(len(frame) for frame in frames)
+    state.update((total,))
+    state.setTimeoutTimestamp(state.getCurrentWatermarkMs() + 60_000)
+    yield pd.DataFrame({"key": [key[0]], "n": [total]})
+
+
+def passthrough(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    yield from frames
+
+
+def job(session: SparkSession, counter: Path, shape: str) -> DataFrame:
+    frame = session.readStream.format(CounterSource.name()).option(COUNTER_OPTION, str(counter)).load()
+    if shape == "source":
+        return frame
+    frame = frame.mapInPandas(passthrough, frame.schema)
+    frame = frame.withColumn("ts", F.timestamp_seconds("time")).withWatermark("ts", "1 milliseconds")
+    return frame.groupBy("key").applyInPandasWithState(
+        count_rows, "key string, n long", "n long", "Append", GroupStateTimeout.EventTimeTimeout
+    )
+
+
+def measure(spark: SparkSession, shape: str, records: int, workdir: Path) -> tuple[list[float], list[float]]:
+    session = spark.newSession()
+    for name, value in ENGINE_CONF.items():
+        session.conf.set(name, value)
+    session.conf.set("spark.sql.shuffle.partitions", str(spark.sparkContext.defaultParallelism))
+    session.dataSource.register(CounterSource)
+    counter = workdir / f"{shape}.counter"
+    counter.write_text("0")
+    seen: list[float] = []
+
+    def on_batch(frame: DataFrame, batch_id: int) -> None:
+        if frame.toArrow().num_rows:
+            seen.append(time.perf_counter())
+
+    query = (
+        job(session, counter, shape)
+        .writeStream.foreachBatch(on_batch)
+        .option("checkpointLocation", str(workdir / f"{shape}.checkpoint"))
+        .trigger(processingTime="50 milliseconds")
+        .start()
+    )
+    waits = []
+    try:
+        for n in range(1, records + 1):
+            before = len(seen)
+            written = time.perf_counter()
+            counter.write_text(str(n))
+            while len(seen) == before:
+                if not query.isActive:
+                    raise SystemExit(f"{shape}: the streaming query stopped: {query.exception()}")
+                time.sleep(0.002)
+            waits.append((seen[-1] - written) * 1000)
+            time.sleep(0.2)  # let the trigger loop go idle: the next record arrives while nothing runs
+        batches = [p["durationMs"]["triggerExecution"] for p in query.recentProgress if p["numInputRows"]]
+    finally:
+        query.stop()
+    skip = min(5, records // 4)  # the first batches start the Python workers
+    return waits[skip:], [float(b) for b in batches[skip:]]
+
+
+def summary(values: list[float]) -> str:
+    ordered = sorted(values)
+    p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+    return f"median {statistics.median(ordered):7.0f} ms   p90 {p90:7.0f} ms   (n={len(ordered)})"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--records", type=int, default=30, help="records per job, one at a time (default 30)")
+    parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    args = parser.parse_args(argv)
+    print(f"Spark micro-batch floor: {platform.machine()}, {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.2f}, Python {platform.python_version()}, master {args.master}")  # fmt: skip
+    spark = get_session(args.master)
+    with tempfile.TemporaryDirectory(prefix="rsep-floor-") as workdir:
+        for shape in ("source", "source+map+state"):
+            waits, batches = measure(spark, shape, args.records, Path(workdir))
+            print(f"  {shape:<18} record to foreachBatch: {summary(waits)}")
+            print(f"  {'':<18} triggerExecution:      {summary(batches)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
