@@ -21,8 +21,12 @@ from rsep.grammar import DIALECTS
 from rsep.plugin.algebra.events import ConsumptionPolicy
 from rsep.plugin.compile.automaton import CompileError
 from rsep.plugin.compile.entailment import REGIMES
+from rsep.plugin.compile.plan import QueryPlan
+from rsep.plugin.service.engine import FAILED
 from rsep.plugin.service.listeners import Subscription
+from rsep.plugin.service.producers import ProducerError, produced_stream
 from rsep.plugin.service.registry import RegisteredQuery
+from rsep.plugin.windows.plan import WindowPlan
 
 bp = Blueprint("queries", __name__)
 
@@ -52,16 +56,57 @@ def register_text(text: str, options: dict[str, str]) -> tuple[Response, int, di
         where = error.position
         line, column = (where.line, where.column) if where is not None else (None, None)
         raise BadRequest(error.message, parameter="query", line=line, column=column) from None
+    produces = produced_stream(plan)
+    if produces is None:
+        query = _create(service, text, plan, start, options)
+    else:
+        assert isinstance(plan, WindowPlan)
+        query = _create_producer(service, text, plan, options)
+    location = url_for("queries.read", query_id=query.id)
+    body = {"id": query.id, "iri": query.iri, "dialect": query.dialect, "streams": list(query.streams),
+            "start": query.start, "warnings": list(plan.warnings)}  # fmt: skip
+    if produces is not None:
+        body["produces"] = produces
+    return jsonify(body), 201, {"Location": location}
+
+
+def _create(
+    service: Streaming, text: str, plan: QueryPlan | WindowPlan, start: int, options: dict[str, str]
+) -> RegisteredQuery:
+    """Store the registration and hand it to the engine (nothing stays if the engine refuses)."""
     query = service.registry.create(text, plan.query.dialect.name, plan.streams, start, options)
     try:
         service.engine.register(query)
     except Exception:
         service.registry.remove(query.id)
         raise
-    location = url_for("queries.read", query_id=query.id)
-    body = {"id": query.id, "iri": query.iri, "dialect": query.dialect, "streams": list(query.streams),
-            "start": query.start, "warnings": list(plan.warnings)}  # fmt: skip
-    return jsonify(body), 201, {"Location": location}
+    return query
+
+
+def _create_producer(
+    service: Streaming, text: str, plan: WindowPlan, options: dict[str, str]
+) -> RegisteredQuery:
+    """A REGISTER STREAM query producing a stream: it starts at the head of the log (its events
+    cannot go into the log's past), checked and added while no ingest request runs."""
+    if request.args.get("from", "now") != "now":
+        raise BadRequest(
+            "a REGISTER STREAM query produces events at the head of the log, which cannot take events "
+            "in its past: it reads from=now only",
+            parameter="from",
+        )
+    with service.ingest_lock:
+        try:
+            service.producers.check(plan)
+        except ProducerError as error:
+            raise BadRequest(str(error), parameter="query") from None
+        query = _create(service, text, plan, service.log.next_position, options)
+        try:
+            service.producers.add(query, plan)
+        except Exception:
+            service.registry.remove(query.id)
+            service.engine.unregister(query.id)
+            raise
+    return query
 
 
 @bp.get("/queries")
@@ -83,6 +128,7 @@ def delete(query_id: str) -> tuple[str, int]:
     query = _registered(service, query_id)
     purge = _flag("purge")
     service.registry.remove(query.id)  # first: a crash now leaves no query to replay
+    service.producers.remove(query.id)  # its derived events stay in the log
     service.engine.unregister(query.id, purge=purge)
     return "", 204
 
@@ -197,10 +243,15 @@ def _summary(service: Streaming, query: RegisteredQuery) -> dict[str, Any]:
         "created": query.created,
         "start": query.start,
     }
+    produces = service.producers.produced(query.id)
+    if produces is not None:
+        summary["produces"] = produces
     if progress is None:
         return {**summary, "status": query.status, "error": query.error, "events": None, "matches": None,
                 "position": None, "lag": None}  # fmt: skip
-    return {**summary, "status": progress.state, "error": progress.error, "events": progress.events,
+    failure = service.producers.failure(query.id)
+    state, error = (FAILED, failure) if failure is not None else (progress.state, progress.error)
+    return {**summary, "status": state, "error": error, "events": progress.events,
             "matches": progress.matches, "position": progress.position,
             "lag": max(0, head - progress.position)}  # fmt: skip
 

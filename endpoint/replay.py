@@ -26,6 +26,8 @@ from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
 from rsep.plugin.store.rdfio import DataError, events_trig, load_into, read_event_file, timestamp_position
 from rsep.plugin.store.windows import replay_window_events
 from rsep.plugin.windows import is_window_query, plan_windows
+from rsep.plugin.windows.chain import CycleError, dependency_order
+from rsep.plugin.windows.functions import to_ticks
 from rsep.plugin.windows.output import WindowRun
 from rsep.plugin.windows.plan import Form
 
@@ -236,36 +238,27 @@ def load_rules(request: RunRequest) -> tuple[list[Rule], list[Rule]]:
 def derive_streams(rules: Sequence[Rule], kb: KnowledgeBase, streams: Streams) -> None:
     """Add the stream of each REGISTER STREAM rule to `streams`: the rule's evaluations over the
     streams it reads (given, or produced by the rules it depends on), each one graph event stamped
-    with its evaluation time t' (the window close). A rule runs after the rules it reads from."""
+    with its evaluation time t' (the window close). A rule runs after the rules it reads from, and
+    evaluates every close up to the run's last given event, also past the last close whose window
+    holds an item: the closes the event log passes on the endpoint (docs/semantics.md)."""
+    times = [to_ticks(event.time.seconds) for events in streams.values() for event in events]
+    until = max(times, default=None)
     for rule in _in_dependency_order(rules):
         produced = rule.query.produced_stream
         assert produced is not None
-        result = replay_window_events(plan_windows(rule.query), kb, streams)
+        result = replay_window_events(plan_windows(rule.query), kb, streams, until)
         streams[produced] = result.graph_events(produced)
 
 
 def _in_dependency_order(rules: Sequence[Rule]) -> list[Rule]:
     """The rules, each after the rules whose streams it reads; a cycle cannot be replayed in time."""
-    producers = {rule.query.produced_stream: rule for rule in rules}
-    ordered: list[Rule] = []
-    visiting: list[Rule] = []
-
-    def visit(rule: Rule) -> None:
-        if rule in ordered:
-            return
-        if rule in visiting:
-            cycle = " -> ".join(str(r.path) for r in [*visiting[visiting.index(rule) :], rule])
-            raise UsageError(f"the REGISTER STREAM rules read each other's streams in a cycle: {cycle}")
-        visiting.append(rule)
-        for decl in rule.query.streams:
-            if decl.iri in producers:
-                visit(producers[decl.iri])
-        visiting.pop()
-        ordered.append(rule)
-
-    for rule in rules:
-        visit(rule)
-    return ordered
+    try:
+        return dependency_order(
+            rules, lambda r: r.query.produced_stream, lambda r: (d.iri for d in r.query.streams)
+        )
+    except CycleError as error:
+        cycle = " -> ".join(str(rule.path) for rule in error.cycle)
+        raise UsageError(f"the REGISTER STREAM rules read each other's streams in a cycle: {cycle}") from None
 
 
 def load_kb(files: Sequence[KbFile]) -> KnowledgeBase:

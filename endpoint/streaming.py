@@ -39,6 +39,7 @@ from rsep.plugin.service.checkpoint import CheckpointStore
 from rsep.plugin.service.engine import StreamingEngine
 from rsep.plugin.service.inprocess import InProcessEngine
 from rsep.plugin.service.listeners import MatchListeners
+from rsep.plugin.service.producers import Producers
 from rsep.plugin.service.registry import RegisteredQuery, Registry
 from rsep.plugin.service.split import SplitEngine
 from rsep.plugin.store.gpm import GpmEvaluator
@@ -59,8 +60,11 @@ class Streaming:
     sink: OxigraphMatchSink
     engine: StreamingEngine
     heartbeat: float
+    producers: Producers
+    """The REGISTER STREAM queries whose evaluations ingest appends to the log."""
     ingest_lock: threading.Lock = field(default_factory=threading.Lock)
-    """Serialises ingest requests (arrival times and blank-node scopes need the log's state)."""
+    """Serialises ingest requests (arrival times and blank-node scopes need the log's state) and
+    the registrations of producers (which start at the head of the log)."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +141,12 @@ def init_app(app: Flask) -> None:
     sink = OxigraphMatchSink(found.kb)
     engine = _make_engine(EngineParts(app, found, log, registry, checkpoints, sink))
     heartbeat = float(app.config["RSEP_SSE_HEARTBEAT"])
-    app.extensions[EXTENSION] = Streaming(log, registry, checkpoints, sink, engine, heartbeat)
+    kb = found.kb
+    producers = Producers(
+        log, registry, compile_registered, lambda plan: OxigraphWindows(plan, kb), checkpoints
+    )
+    producers.load()
+    app.extensions[EXTENSION] = Streaming(log, registry, checkpoints, sink, engine, heartbeat, producers)
     app.extensions.setdefault(SHUTDOWN, []).append(lambda: engine.stop(STOP_TIMEOUT))
     if app.config["RSEP_START_STREAMING"]:
         engine.start()

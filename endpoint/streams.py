@@ -5,6 +5,11 @@ the payload (400 with line and column; a bad payload is rejected whole), the
 order of timestamps (400). The 202 answer is sent only once the events are
 fsynced in the event log; then the streaming engine is told.
 
+The REGISTER STREAM queries (rsep.plugin.service.producers) are evaluated at
+the closes the request makes final, and the events they derive go into the
+request's log record before the events that made them final; a stream such
+a query produces takes no events from clients (400).
+
 Events without a `prov:generatedAtTime` get one arrival time per request,
 never earlier than the newest event in the log. Blank nodes are scoped to the
 request (`r<first log position>`): ingest requests are serialised, so that
@@ -21,9 +26,9 @@ from flask import Blueprint, Flask, Response, jsonify, request
 
 from rsep.endpoint import streaming as streaming_setup
 from rsep.endpoint.errors import BadRequest, UnsupportedMediaType
-from rsep.endpoint.streaming import streaming
+from rsep.endpoint.streaming import Streaming, streaming
 from rsep.plugin.events import Timestamp
-from rsep.plugin.log import LogRecord, OutOfOrderError
+from rsep.plugin.log import OutOfOrderError
 from rsep.plugin.store.rdfio import MEDIA_TYPES, DataError, parse_events
 
 bp = Blueprint("streams", __name__)
@@ -43,21 +48,36 @@ def ingest() -> tuple[Response, int]:
     service = streaming()
     data = request.get_data(cache=False)
     with service.ingest_lock:
+        _not_produced(service, stream)
         log = service.log
         first = log.next_position
         try:
             events = parse_events(
                 data, fmt, stream, source="body", scope=f"r{first}", default_time=arrival_time(log.last_time)
             )
-            positions = log.append(events)
+            appended = service.producers.append(events)
         except DataError as error:
             raise BadRequest(error.message, parameter="body", line=error.line, column=error.column) from None
         except OutOfOrderError as error:
             raise BadRequest(str(error), parameter="body") from None
-        service.engine.notify([LogRecord(p, e) for p, e in zip(positions, events, strict=True)])
-    body = {"stream": stream, "accepted": len(events), "first_position": positions.start,
-            "next_position": positions.stop}  # fmt: skip
+        service.engine.notify(appended.records)
+    derived = [{"position": r.position, "stream": r.event.stream, "time": r.event.time.json()}
+               for r in appended.derived]  # fmt: skip
+    body = {"stream": stream, "accepted": appended.accepted, "first_position": appended.positions.start,
+            "next_position": appended.positions.stop, "derived": derived}  # fmt: skip
     return jsonify(body), 202
+
+
+def _not_produced(service: Streaming, stream: str) -> None:
+    """A stream a REGISTER STREAM query produces takes no events from clients: its events are
+    that query's evaluations, in time order with everything else (docs/endpoint.md)."""
+    owner = service.producers.owner(stream)
+    if owner is not None:
+        raise BadRequest(
+            f"<{stream}> is produced by the continuous query {owner} (REGISTER STREAM): "
+            "its events are derived from the query's evaluations, not posted",
+            parameter="stream",
+        )
 
 
 def _format() -> ox.RdfFormat:

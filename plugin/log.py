@@ -76,7 +76,7 @@ class EventLog:
         if not events:
             return range(self._next, self._next)
         with self._lock:
-            self._check_order(events)
+            self.check_order(events)
             first = self._next
             line = json.dumps([first, [_encode(e) for e in events]], ensure_ascii=False) + "\n"
             path = self._segment_for_append(first)
@@ -91,7 +91,8 @@ class EventLog:
             self._last_time = events[-1].time.seconds
             return range(first, self._next)
 
-    def _check_order(self, events: Sequence[GraphEvent]) -> None:
+    def check_order(self, events: Sequence[GraphEvent]) -> None:
+        """Raise OutOfOrderError unless `events` may follow the log's newest event, in order."""
         last = self._last_time
         for event in events:
             if last is not None and event.time.seconds < last:

@@ -416,8 +416,11 @@
         const positions = body.accepted === 0 ? ""
           : body.accepted === 1 ? " (log position " + last + ")"
             : " (log positions " + body.first_position + "–" + last + ")";
+        const derived = (body.derived || []).length;
+        const before = derived === 0 ? ""
+          : " " + plural(derived, "event", "events") + " derived by REGISTER STREAM queries went in before.";
         setStatus(status, "Accepted " + plural(body.accepted, "event", "events") + positions + " on " +
-          body.stream + ".", "ok");
+          body.stream + "." + before, "ok");
       } catch (error) {
         setStatus(status, "Failed: " + error.message, "error");
         form.append(errorBox(error, { textarea, name: "events" }));

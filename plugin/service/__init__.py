@@ -13,6 +13,9 @@ How the pieces fit (docs/endpoint.md has the HTTP side):
 - `matches.MatchGraph` describes a match as a named graph (N-Quads text);
   `engine.MatchSink` writes a batch of them idempotently (the Oxigraph sink is
   `rsep.plugin.store.matches.OxigraphMatchSink`).
+- `producers.Producers` runs C-SPARQL `REGISTER STREAM <s> AS CONSTRUCT`
+  queries inside ingest: the events they derive go into the log as events of
+  <s> (`Producers.append` is how the endpoint appends a request).
 - `engine.StreamingEngine` is the interface of an engine (start, stop,
   register, unregister, notify, status, listeners); `inprocess.InProcessEngine`
   implements it with one background thread.

@@ -20,6 +20,10 @@ The counterpart of `QueryRunner` for the window runtime. Per step:
 So the evaluations emitted over a log are those of `WindowReplay.run` over
 the same events, up to the last final time (tests/service/test_window_runner.py).
 
+A REGISTER STREAM producer (rsep.plugin.service.producers) drives the same
+runner with `take` (read events) and `advance` (evaluate every close up to a
+time it knows is final, whatever `end` says) inside the ingest request.
+
 **Checkpoints** hold no items: `snapshot()` stores the log position of the
 oldest item still kept (and of the oldest event whose time is still to be
 evaluated) as `position`, with the last evaluated time `done`. A restored
@@ -146,15 +150,35 @@ class WindowRunner:
         state = self.state
         if records[0].position != state.position:
             raise ValueError(f"expected log position {state.position}, got {records[0].position}")
-        fresh: dict[str, list[int]] = {}
-        for record in records:
-            self._read(record, fresh)
+        self.take(records)
         state.position = records[-1].position + 1
         state.read_to = max(state.read_to, state.position)
-        self._extend_end(fresh)
         evaluations = self._evaluate()
         self._forget()
         return self._graphs(evaluations)
+
+    def take(self, records: Sequence[LogRecord]) -> None:
+        """Read records into the windows without evaluating or moving `position`: a REGISTER
+        STREAM producer (rsep.plugin.service.producers) reads an ingest request's events before
+        they are in the log, under a position that is a lower bound of theirs."""
+        fresh: dict[str, list[int]] = {}
+        for record in records:
+            self._read(record, fresh)
+        self._extend_end(fresh)
+
+    def advance(self, horizon: int) -> list[Evaluation]:
+        """Evaluate every evaluation time in (done, horizon], whatever `end` says (a producer
+        evaluates every close the log passes, docs/endpoint.md), then forget what no later
+        window holds."""
+        evaluations = self._evaluate_to(horizon)
+        self._forget()
+        return evaluations
+
+    def skip_to(self, done: int) -> None:
+        """Take every evaluation time up to `done` as evaluated: a producer's progress is read
+        from the log, which holds its output up to there (rsep.plugin.service.producers)."""
+        self.state.done = done
+        self._forget()
 
     def _read(self, record: LogRecord, fresh: dict[str, list[int]]) -> None:
         state = self.state
@@ -192,22 +216,31 @@ class WindowRunner:
     def _evaluate(self) -> list[Evaluation]:
         """The evaluation times in (done, horizon]: final, and known to be evaluation times."""
         state = self.state
-        if state.first is None or state.watermark is None:
+        if state.watermark is None:
             return []
         horizon = state.watermark - 1
-        low = state.first if state.done is None else max(state.first, state.done + 1)
-        schedule: Schedule
         if self.plan.report is ReportPolicy.WINDOW_CLOSE:
             if state.end is None:
                 return []
             horizon = min(horizon, state.end)
-            if horizon < low:
-                return []
+        return self._evaluate_to(horizon)
+
+    def _evaluate_to(self, horizon: int) -> list[Evaluation]:
+        """The evaluation times in (done, horizon], from the query's first event on."""
+        state = self.state
+        if state.first is None:
+            return []
+        low = state.first if state.done is None else max(state.first, state.done + 1)
+        if horizon < low:
+            return []
+        schedule: Schedule
+        if self.plan.report is ReportPolicy.WINDOW_CLOSE:
             windows = [(spec.window, self._streams[spec.stream].times) for spec in self.plan.windows]
             schedule = WindowClose(windows, low, horizon)
-        else:
-            if horizon < low:
+            if next(schedule.points(low, horizon + 1), None) is None:  # no close passed: skip the cuts
+                state.done = horizon
                 return []
+        else:
             schedule = ContentChange(t for t, _ in self._pending if t <= horizon)
             self._pending = [p for p in self._pending if p[0] > horizon]
         contents = [(spec.window, self._streams[spec.stream].content()) for spec in self.plan.windows]

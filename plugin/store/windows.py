@@ -306,11 +306,11 @@ def replay_windows(plan: WindowPlan, kb: KnowledgeBase, files: Sequence[tuple[st
 
 
 def replay_window_events(
-    plan: WindowPlan, kb: KnowledgeBase, streams: Mapping[str, Sequence[GraphEvent]]
+    plan: WindowPlan, kb: KnowledgeBase, streams: Mapping[str, Sequence[GraphEvent]], until: int | None = None
 ) -> WindowRun:
     """The replay over events already read, per stream IRI (event files, and the graph events of
-    C-SPARQL `REGISTER STREAM` rules)."""
+    C-SPARQL `REGISTER STREAM` rules); `until` as for `WindowReplay.run`."""
     evaluator = OxigraphWindows(plan, kb)
-    evaluations = WindowReplay(plan, evaluator).run(streams)
+    evaluations = WindowReplay(plan, evaluator).run(streams, until)
     numeric = all(event.time.numeric for iri in plan.streams for event in streams.get(iri, ()))
     return WindowRun(plan, tuple(evaluations), output_variables(plan, evaluator.variables), numeric)

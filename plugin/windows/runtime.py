@@ -110,16 +110,18 @@ class WindowReplay:
         self.evaluator = evaluator
         self._last: tuple[tuple[tuple[int, int], ...], Answer] | None = None
 
-    def run(self, streams: Mapping[str, Sequence[GraphEvent]]) -> list[Evaluation]:
+    def run(self, streams: Mapping[str, Sequence[GraphEvent]], until: int | None = None) -> list[Evaluation]:
         """Every evaluation with a non-empty answer, in time order. `streams` maps each stream
-        IRI of the plan to its events."""
+        IRI of the plan to its events. Under window close, `until` (ticks) extends the schedule
+        to every close up to it, past the last close whose window holds an item (a REGISTER
+        STREAM rule evaluates up to the run's last event, as a producer on the endpoint does)."""
         events = [event for iri in self.plan.streams for event in streams.get(iri, ())]
         if not events:
             return []
         first = min(to_ticks(event.time.seconds) for event in events)
         per_stream = {iri: stream_items(streams.get(iri, ())) for iri in self.plan.streams}
         windows = [(spec.window, per_stream[spec.stream]) for spec in self.plan.windows]
-        schedule = self._schedule(windows, events, first)
+        schedule = self._schedule(windows, events, first, until)
         self._last = None
         return self.evaluate(schedule, windows, first)
 
@@ -161,10 +163,18 @@ class WindowReplay:
         return self._last[1]
 
     def _schedule(
-        self, windows: list[tuple[Window, StreamContent]], events: list[GraphEvent], first: int
+        self,
+        windows: list[tuple[Window, StreamContent]],
+        events: list[GraphEvent],
+        first: int,
+        until: int | None,
     ) -> Schedule:
         if self.plan.report is ReportPolicy.WINDOW_CLOSE:
-            return WindowClose([(window, stream.times) for window, stream in windows], first)
+            pairs = [(window, stream.times) for window, stream in windows]
+            closes = WindowClose(pairs, first)
+            if until is None or (closes.end is not None and closes.end >= until):
+                return closes
+            return WindowClose(pairs, first, until)
         return ContentChange(to_ticks(event.time.seconds) for event in events)
 
 

@@ -153,6 +153,26 @@ def test_an_epsparql_query_reads_the_derived_stream_with_the_others(tmp_path, ca
     ]
 
 
+def test_a_rule_evaluates_every_close_up_to_the_runs_last_event(tmp_path, capsys):
+    """Past the last close whose window holds a car (25), a rule goes on to the run's last event
+    (a tick at 40 on another stream), as a producer on the endpoint evaluates every close the log
+    passes: a COUNT constructs 0 over each empty window."""
+    rule = write(
+        tmp_path,
+        "counted.rq",
+        f"""REGISTER STREAM <{EX}Counted> AS PREFIX : <{EX}>
+CONSTRUCT {{ :cars :counted ?n }} FROM STREAM <{EX}cars> [RANGE 5s STEP 5s]
+WHERE {{ {{ SELECT (COUNT(?car) AS ?n) WHERE {{ ?car :on ?road }} }} }}""",
+    )
+    ticks = write(tmp_path, "ticks.trig", f"<{EX}t40> <http://www.w3.org/ns/prov#generatedAtTime> 40 .\n")
+    query = write(tmp_path, "consumer.rq", f"PREFIX : <{EX}> SELECT ?n WHERE {{ :cars :counted ?n }}")
+    lines = rsep(capsys, query, "--rule", rule, "--stream", CARS, "--stream", f"{EX}ticks={ticks}")
+    assert [(line["end"], line["bindings"]["n"]) for line in lines] == [
+        (t, f'"{n}"^^{INTEGER}')
+        for t, n in [(5, 3), (10, 0), (15, 2), (20, 0), (25, 1), (30, 0), (35, 0), (40, 0)]
+    ]
+
+
 def test_a_rule_may_read_another_rules_stream_in_any_order(tmp_path, capsys):
     producer = write(tmp_path, "producer.rq", PRODUCER)
     alerts = write(

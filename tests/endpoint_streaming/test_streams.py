@@ -34,7 +34,9 @@ def test_ingest_answers_202_once_the_events_are_in_the_log(app):
     client = app.test_client()
     response = post(client, TRIG)
     assert response.status_code == 202
-    assert response.json == {"stream": STREAM, "accepted": 2, "first_position": 0, "next_position": 2}
+    assert response.json == {
+        "stream": STREAM, "accepted": 2, "first_position": 0, "next_position": 2, "derived": []
+    }  # fmt: skip
     records = logged(app)
     assert [(r.position, r.event.stream, r.event.name) for r in records] == [
         (0, STREAM, "<http://example.org/e1>"),
