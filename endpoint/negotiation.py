@@ -5,7 +5,8 @@ type; SPARQLWrapper and many SPARQL endpoints use it), otherwise by the Accept h
 q-values (RFC 9110 §12.5.1: the most specific range that matches a media type gives its quality).
 Offers are the canonical media types of `rsep.plugin.store.sparql_service`; the aliases below are
 the other names clients use for them, which also differ by what is being offered
-(`application/json` asks for SPARQL JSON results from a SELECT but JSON-LD from a CONSTRUCT).
+(`application/json` asks for SPARQL JSON results from a SELECT but JSON-LD from a CONSTRUCT). An
+answer an alias chose carries the alias as its Content-Type, so that it is one the client accepted.
 """
 
 from __future__ import annotations
@@ -106,27 +107,41 @@ def _media_range(element: str) -> MediaRange | None:
     return MediaRange(kind, sub, q)
 
 
-def quality(media_type: str, ranges: Sequence[MediaRange]) -> tuple[float, int]:
-    """(q, specificity) the ranges give a media type or one of its aliases: the most specific
-    matching range decides, so `text/*;q=0, text/csv` accepts CSV and nothing else of text/.
-    The best name counts, except that naming the type or an alias exactly with q=0 refuses it:
-    `application/sparql-results+json;q=0, */*;q=0.1` must not get JSON as `application/json`."""
-    best = (0.0, -1)
-    for name in (media_type, *ALIASES.get(media_type, ())):
-        matches = [(spec, r.q) for r in ranges if (spec := r.specificity(name)) is not None]
-        if matches:
-            spec, q = max(matches, key=lambda m: m[0])
-            if spec == 2 and q == 0:
-                return (0.0, spec)
-            best = max(best, (q, spec))
-    return best
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """A negotiated answer: the offer to serialise as, and the media type to label it with: the
+    offer itself, or the alias whose own Accept entry chose it (`Accept: application/json` on a
+    SELECT is answered as `application/json`), so the Content-Type is always one the client
+    accepted."""
+
+    offer: str
+    media_type: str
 
 
-def choose(offers: Sequence[str], ranges: Sequence[MediaRange]) -> str | None:
-    """The offer with the highest quality (ties: the more specific match, then our order)."""
-    scored = [(quality(offer, ranges), -index, offer) for index, offer in enumerate(offers)]
-    (q, _), _, offer = max(scored)
-    return offer if q > 0 else None
+def quality(offer: str, ranges: Sequence[MediaRange]) -> tuple[float, str]:
+    """(q, the name to answer with) that the ranges give an offer, the most specific match deciding
+    (RFC 9110 §12.5.1): the offer named exactly, else one of its aliases named exactly (the best
+    of them), else the most specific wildcard that matches the offer itself. A wildcard never
+    matches an alias: `text/*` accepts `text/csv`, not SPARQL XML results as `text/xml`."""
+    exact = [r.q for r in ranges if r.specificity(offer) == 2]
+    if exact:
+        return max(exact), offer
+    aliases = [(r.q, name) for name in ALIASES.get(offer, ()) for r in ranges if r.specificity(name) == 2]
+    if aliases:
+        return max(aliases, key=lambda alias: alias[0])  # ties: the first alias of ALIASES
+    wildcards = [(spec, r.q) for r in ranges if (spec := r.specificity(offer)) is not None]
+    return (max(wildcards)[1] if wildcards else 0.0), offer
+
+
+def choose(offers: Sequence[str], ranges: Sequence[MediaRange]) -> Choice | None:
+    """The offer with the highest quality, ties going to the order of `offers` (the server's
+    preference; the order of the Accept header means nothing, RFC 9110 §12.5.1)."""
+    best: tuple[float, Choice] | None = None
+    for offer in offers:
+        q, name = quality(offer, ranges)
+        if q > 0 and (best is None or q > best[0]):
+            best = (q, Choice(offer, name))
+    return None if best is None else best[1]
 
 
 def by_format_name(value: str, offers: Sequence[str]) -> str | None:
@@ -153,8 +168,9 @@ def is_known_format_name(value: str) -> bool:
     return value in FORMAT_NAMES or "/" in value
 
 
-def negotiate(offers: Sequence[str], *, accept: str | None, format_value: str | None) -> str:
-    """The media type to answer with; 400 for an unknown `format=`, 406 when nothing fits."""
+def negotiate(offers: Sequence[str], *, accept: str | None, format_value: str | None) -> Choice:
+    """What to answer with; 400 for an unknown `format=`, 406 when nothing fits. A `format=`
+    value is answered with the offer it names, under its canonical name."""
     available = ", ".join(offers)
     if format_value is not None:
         if not is_known_format_name(format_value):
@@ -162,14 +178,14 @@ def negotiate(offers: Sequence[str], *, accept: str | None, format_value: str | 
         found = by_format_name(format_value, offers)
         if found is None:
             raise NotAcceptable(f"format={format_value} is not available here; available: {available}")
-        return found
+        return Choice(found, found)
     chosen = choose(offers, parse_accept(accept))
     if chosen is None:
         raise NotAcceptable(f"cannot answer in any media type of Accept: {accept}; available: {available}")
     return chosen
 
 
-def negotiate_request(offers: Sequence[str]) -> str:
+def negotiate_request(offers: Sequence[str]) -> Choice:
     """`negotiate` for the current request (`format` from the URL or a form body)."""
     values = request.values.getlist("format")
     if len(values) > 1:

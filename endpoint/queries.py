@@ -16,6 +16,7 @@ from typing import Any
 from flask import Blueprint, Flask, Response, jsonify, request, url_for
 
 from rsep.endpoint.errors import BadRequest, NotFound, UnsupportedMediaType
+from rsep.endpoint.parameters import FORM, parameters, single
 from rsep.endpoint.streaming import Streaming, compile_text, streaming
 from rsep.grammar import DIALECTS
 from rsep.plugin.algebra.events import ConsumptionPolicy
@@ -24,20 +25,23 @@ from rsep.plugin.compile.entailment import REGIMES
 from rsep.plugin.compile.plan import QueryPlan
 from rsep.plugin.service.engine import FAILED
 from rsep.plugin.service.listeners import Subscription
-from rsep.plugin.service.producers import ProducerError, produced_stream
+from rsep.plugin.service.producers import ProducerError, produced_stream, registration_warnings
 from rsep.plugin.service.registry import RegisteredQuery
 from rsep.plugin.windows.plan import WindowPlan
 
 bp = Blueprint("queries", __name__)
 
 QUERY_BODY = "application/sparql-query"
-FORM = "application/x-www-form-urlencoded"
+OPTIONS = ("policy", "dialect", "from", "entailment")
+"""The registration options, URL parameters or fields of a form body."""
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 @bp.post("/queries")
 def register() -> tuple[Response, int, dict[str, str]]:
-    return register_text(_query_text(), request_options())
+    text = _query_text()
+    _refuse_unknown_parameters()
+    return register_text(text, request_options())
 
 
 def register_text(text: str, options: dict[str, str]) -> tuple[Response, int, dict[str, str]]:
@@ -64,7 +68,7 @@ def register_text(text: str, options: dict[str, str]) -> tuple[Response, int, di
         query = _create_producer(service, text, plan, options)
     location = url_for("queries.read", query_id=query.id)
     body = {"id": query.id, "iri": query.iri, "dialect": query.dialect, "streams": list(query.streams),
-            "start": query.start, "warnings": list(plan.warnings)}  # fmt: skip
+            "start": query.start, "warnings": [*plan.warnings, *registration_warnings(plan)]}  # fmt: skip
     if produces is not None:
         body["produces"] = produces
     return jsonify(body), 201, {"Location": location}
@@ -88,7 +92,7 @@ def _create_producer(
 ) -> RegisteredQuery:
     """A REGISTER STREAM query producing a stream: it starts at the head of the log (its events
     cannot go into the log's past), checked and added while no ingest request runs."""
-    if request.args.get("from", "now") != "now":
+    if (single(parameters(), "from") or "now") != "now":
         raise BadRequest(
             "a REGISTER STREAM query produces events at the head of the log, which cannot take events "
             "in its past: it reads from=now only",
@@ -169,7 +173,8 @@ def _query_text() -> str:
         except UnicodeDecodeError:
             raise BadRequest("the query is not UTF-8 text", parameter="query") from None
     elif mimetype == FORM:
-        text = request.form.get("query", "")
+        parameters()  # each one UTF-8
+        text = single(request.form, "query") or ""
     else:
         raise UnsupportedMediaType(
             f"post the query as {QUERY_BODY} (or a form with query=), not {mimetype or 'nothing'}"
@@ -179,10 +184,25 @@ def _query_text() -> str:
     return text
 
 
+def _refuse_unknown_parameters() -> None:
+    """A misspelt option (`polcy=`) is a 400, not a registration without it."""
+    parameters()  # each one UTF-8
+    fields = [name for name in request.form if name != "query"] if request.mimetype == FORM else []
+    for name in [*request.args, *fields]:
+        if name not in OPTIONS:
+            raise BadRequest(
+                f"unknown parameter; POST /queries takes {', '.join(OPTIONS)} (the query is the body, or "
+                "a form's query field)",
+                parameter=name,
+            )
+
+
 def request_options() -> dict[str, str]:
-    """The registration options of the request's URL parameters, validated."""
+    """The registration options of the request (URL parameters or form fields), validated; `from`
+    is read by `_start`."""
+    params = parameters()
     options: dict[str, str] = {}
-    policy = request.args.get("policy")
+    policy = single(params, "policy")
     if policy is not None:
         known = [p.value for p in ConsumptionPolicy]
         if policy not in known:
@@ -190,14 +210,14 @@ def request_options() -> dict[str, str]:
                 f"{policy!r} is not a consumption policy ({', '.join(known)})", parameter="policy"
             )
         options["policy"] = policy
-    dialect = request.args.get("dialect")
+    dialect = single(params, "dialect")
     if dialect is not None:
         if dialect not in DIALECTS:
             raise BadRequest(
                 f"unknown dialect {dialect!r} (known: {', '.join(DIALECTS)})", parameter="dialect"
             )
         options["dialect"] = dialect
-    entailment = request.args.get("entailment")
+    entailment = single(params, "entailment")
     if entailment is not None:
         if entailment not in REGIMES:
             message = f"unknown entailment regime {entailment!r} (known: {', '.join(REGIMES)})"
@@ -208,7 +228,7 @@ def request_options() -> dict[str, str]:
 
 def _start(service: Streaming) -> int:
     """The log position the query starts at: `from=now` (default) or a position."""
-    given = request.args.get("from", "now")
+    given = single(parameters(), "from") or "now"
     head = service.log.next_position
     if given == "now":
         return head

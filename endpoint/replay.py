@@ -23,6 +23,7 @@ from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.replay import NumberedEvent, Replay, number_events
 from rsep.plugin.results import Projector, Solution, jsonl_line, srj_document
 from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.prepare import check_plan
 from rsep.plugin.store.rdfio import DataError, events_trig, load_into, read_event_file, timestamp_position
 from rsep.plugin.store.windows import replay_window_events
 from rsep.plugin.windows import is_window_query, plan_windows
@@ -139,11 +140,14 @@ def _utf8(data: bytes, path: Path) -> str:
 
 
 def compile_file(query: EventQuery, path: Path) -> QueryPlan:
-    """`compile_query`, its errors located in the query file."""
+    """`compile_query` and Oxigraph's check of the plan's SPARQL, their errors located in the
+    query file."""
     try:
-        return compile_query(query)
+        plan = compile_query(query)
+        check_plan(plan)
     except CompileError as error:
         raise error.located(str(path)) from None
+    return plan
 
 
 def read_streams(plan: QueryPlan, streams: Sequence[StreamFile]) -> list[list[GraphEvent]]:
@@ -356,11 +360,10 @@ def replay(
 ) -> list[Match]:
     if engine == "inprocess":
         return Replay(plan, GpmEvaluator(plan.gpms, kb)).run(events)
-    from rsep.plugin.spark.session import SPARK_ERRORS, get_session
+    from rsep.plugin.spark.session import SPARK_ERRORS, failure_message, get_session
     from rsep.plugin.spark.stage import SparkReplay
 
     try:
         return SparkReplay(plan, kb, get_session(master)).run(events)
     except SPARK_ERRORS as error:
-        first = str(error).strip().split("\n")[0]
-        raise EngineError(f"Spark failed on {master}: {first or type(error).__name__}") from None
+        raise EngineError(f"Spark failed on {master}: {failure_message(error)}") from None

@@ -4,8 +4,8 @@ A request is checked in Fuseki's order: method (405, by the route), content type
 parameters (400 naming the parameter), then the text (400 with line and column). Plain SPARQL is
 checked with our grammar first, for its positions and messages in a user's words, and Oxigraph
 then runs the text exactly as the client sent it. Text our grammar does not read goes to
-Oxigraph as well, unless it is event-query syntax (`event_query_or_plain`): Oxigraph reads more
-than SPARQL 1.1 (LATERAL, RDF 1.2 triple terms, ADJUST). What only Oxigraph rejects gets its
+Oxigraph as well, unless it uses a dialect's event syntax (`event_query_or_plain`): Oxigraph reads
+more than SPARQL 1.1 (LATERAL, RDF 1.2 triple terms, ADJUST). What only Oxigraph rejects gets its
 error with its line and column, what neither reads ours (`rejection`). An event query posted
 here is recognised and answered by `_event_query_response`.
 """
@@ -17,28 +17,27 @@ from typing import Literal
 
 from flask import Blueprint, Flask, Response, make_response, request
 from lark import Tree
-from werkzeug.datastructures import CombinedMultiDict, MultiDict
 
 from rsep.endpoint.errors import BadRequest, UnsupportedMediaType, error_response
 from rsep.endpoint.negotiation import content_type, negotiate_request, parse_content_type
+from rsep.endpoint.parameters import FORM, Params, parameters
 from rsep.endpoint.queries import register_text, request_options
 from rsep.endpoint.resources import resources
 from rsep.grammar import SparqlSyntaxError, parse_event_query, parse_query, parse_update
+from rsep.grammar.dialects import event_syntax
 from rsep.grammar.parser import SPARQL_GRAMMAR, get_parser
 from rsep.plugin.algebra.events import EventQuery
 from rsep.plugin.store import sparql_service
-from rsep.plugin.store.sparql_service import Dataset, QuerySyntaxError
+from rsep.plugin.store.sparql_service import Dataset, QueryForm, QuerySyntaxError
 
 bp = Blueprint("sparql", __name__)
 
-FORM = "application/x-www-form-urlencoded"
 QUERY_BODY = "application/sparql-query"
 UPDATE_BODY = "application/sparql-update"
 QUERY_DATASET = ("default-graph-uri", "named-graph-uri")
 UPDATE_DATASET = ("using-graph-uri", "using-named-graph-uri")
 
 Kind = Literal["query", "update"]
-Params = MultiDict[str, str] | CombinedMultiDict[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +63,7 @@ def sparql() -> Response:
 def read_operation() -> Operation:
     """The operation of the current request; 415 and 400 errors for what does not fit the protocol."""
     if request.method in ("GET", "HEAD"):
-        return _operation(request.args)
+        return _operation(parameters())
     ctype = parse_content_type(request.headers.get("Content-Type"))
     kinds = f"{FORM}, {QUERY_BODY} or {UPDATE_BODY}"
     if ctype is None:
@@ -74,9 +73,9 @@ def read_operation() -> Operation:
     if not ctype.utf8:
         raise UnsupportedMediaType(f"charset={ctype.charset}: SPARQL requests are UTF-8")
     if ctype.media_type == FORM:
-        return _operation(CombinedMultiDict([request.args, request.form]))
+        return _operation(parameters())
     kind: Kind = "query" if ctype.media_type == QUERY_BODY else "update"
-    return _operation(request.args, body=(kind, _body_text()))
+    return _operation(parameters(), body=(kind, _body_text()))
 
 
 def _body_text() -> str:
@@ -91,7 +90,8 @@ def _operation(params: Params, body: tuple[Kind, str] | None = None) -> Operatio
         for name in ("query", "update"):
             if name in params:
                 raise BadRequest(
-                    f"the request body is the {body[0]}; do not also send a {name}", parameter=name
+                    f"the request body is the {body[0]}; do not also send the parameter {name}",
+                    parameter=name,
                 )
         kind, text = body
     else:
@@ -141,41 +141,49 @@ def run_query(operation: Operation) -> Response:
     try:
         parse_query(operation.text, source="query", base_iri=base)
     except SparqlSyntaxError as error:
-        response = _event_query_response(operation.text, error)
+        response = _event_query_response(operation, error)
         if response is not None:
             return response
         ours = error
+    labels: dict[str, str] = {}
+
+    def choose(form: QueryForm) -> str:
+        """The offer to serialise as; its Content-Type (the offer, or the alias the client
+        named) is kept in `labels`."""
+        chosen = negotiate_request(sparql_service.OFFERS[form])
+        labels[chosen.offer] = chosen.media_type
+        return chosen.offer
+
     try:
         media_type, body = sparql_service.run_query(
-            resources().kb.store,
-            operation.text,
-            choose=lambda form: negotiate_request(sparql_service.OFFERS[form]),
-            base_iri=base,
-            dataset=operation.dataset,
+            resources().kb.store, operation.text, choose=choose, base_iri=base, dataset=operation.dataset
         )
     except QuerySyntaxError as theirs:
         raise rejection(ours, theirs) from None
-    response = Response(body, content_type=content_type(media_type))
+    response = Response(body, content_type=content_type(labels[media_type]))
     response.vary.add("Accept")
     return response
 
 
 def event_query_or_plain(text: str, plain: SparqlSyntaxError) -> EventQuery | None:
-    """What a text that SPARQL 1.1 as rsep reads it rejects (`plain`) is: an event query (which
-    a dialect parses), None for plain SPARQL beyond our grammar (Oxigraph judges it: LATERAL,
-    triple terms, ADJUST, ...), or a malformed event query, whose dialect error is raised.
+    """What a text that SPARQL 1.1 as rsep reads it rejects (`plain`) is: an event query, None for
+    plain SPARQL (beyond our grammar, which Oxigraph judges: LATERAL, triple terms, ADJUST, ...;
+    or mistaken, which gets SPARQL 1.1's error), or a malformed event query, whose dialect error
+    is raised: the one POST /queries gives for the same text.
 
-    A text is event-query syntax when a dialect's parser reads further into it than the SPARQL
-    1.1 parser does (a dialect extends SPARQL 1.1, so it stops at the same place on anything
-    else), or when our grammar read all of it but a static rule failed (`plain` is raised)."""
+    A text is an event query when a dialect's grammar reads one of its event constructs in it (a
+    stream, a window, an event operator, `getDURATION()`, ...: `event_syntax`), whether or not
+    the text then parses; one that only a dialect's leniency reads (EP-SPARQL's draft projection
+    `?a / ?b AS ?c`) is plain SPARQL. A text our grammar read whole but for a static rule is plain
+    (`plain` is raised)."""
     if plain.static:
         raise plain
+    if event_syntax(text) is None:
+        return None
     try:
         return parse_event_query(text, source=plain.source, base_iri=request.base_url)
-    except SparqlSyntaxError as error:
-        if error.static or (error.line, error.column) > (plain.line, plain.column):
-            raise
-        return None
+    except SparqlSyntaxError:  # a ValueError too: its dialect's positioned error, as it is
+        raise
     except ValueError as error:  # a dialect read it and rejected it
         raise BadRequest(str(error), parameter=plain.source) from None
 
@@ -188,23 +196,35 @@ def rejection(ours: SparqlSyntaxError | None, theirs: QuerySyntaxError) -> Excep
     return theirs if ours is None else ours
 
 
-def _event_query_response(text: str, plain: SparqlSyntaxError) -> Response | None:
-    """What /sparql answers to a continuous (event) query, or None if `text` is plain SPARQL.
+def _event_query_response(operation: Operation, plain: SparqlSyntaxError) -> Response | None:
+    """What /sparql answers to a continuous (event) query, or None if the text is plain SPARQL.
 
     A C-SPARQL `REGISTER QUERY|STREAM name AS ...` posted here is registered as by POST
-    /queries (same options, same answer); other event queries are registered with POST
-    /queries, which this answer says."""
-    query = event_query_or_plain(text, plain)
+    /queries (same options, from the URL or the form body, same answer; the protocol dataset
+    does not apply to it); other event queries are registered with POST /queries, which this
+    answer says."""
+    query = event_query_or_plain(operation.text, plain)
     if query is None:
         return None
     if query.name is not None and request.method == "POST":
-        return make_response(register_text(text, request_options()))
+        _refuse_dataset(operation.dataset)
+        return make_response(register_text(operation.text, request_options()))
     message = (
         "a REGISTER query changes the service: send it with POST"
         if query.name is not None
         else "this is a continuous event query, which /sparql does not run: register it with POST /queries"
     )
     return error_response(BadRequest(message, parameter="query"))
+
+
+def _refuse_dataset(dataset: Dataset | None) -> None:
+    if dataset is not None:
+        parameter = QUERY_DATASET[0] if dataset.default_graphs else QUERY_DATASET[1]
+        raise BadRequest(
+            "a registered query reads its streams and the store's graphs as its text says; the "
+            "protocol dataset does not apply to it",
+            parameter=parameter,
+        )
 
 
 # --------------------------------------------------------------------------- updates

@@ -145,14 +145,14 @@ def _written(status: int, headers: dict[str, str] | None = None) -> Response:
 def _get(target: Target) -> Response:
     store = resources().kb.store
     if target.store:
-        media_type = negotiate_request(DATASET_MEDIA_TYPES)
-        body = sparql_service.get_dataset(store, media_type)
+        chosen = negotiate_request(DATASET_MEDIA_TYPES)
+        body = sparql_service.get_dataset(store, chosen.offer)
     else:
-        media_type = negotiate_request(GRAPH_MEDIA_TYPES)
+        chosen = negotiate_request(GRAPH_MEDIA_TYPES)
         if not sparql_service.graph_exists(store, target.graph):
             raise NotFound(f"no graph <{target.graph}> in the store")
-        body = sparql_service.get_graph(store, target.graph, media_type)
-    response = Response(body, content_type=content_type(media_type))
+        body = sparql_service.get_graph(store, target.graph, chosen.offer)
+    response = Response(body, content_type=content_type(chosen.media_type))
     response.vary.add("Accept")
     return response
 

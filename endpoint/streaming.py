@@ -44,6 +44,7 @@ from rsep.plugin.service.registry import RegisteredQuery, Registry
 from rsep.plugin.service.split import SplitEngine
 from rsep.plugin.store.gpm import GpmEvaluator
 from rsep.plugin.store.matches import OxigraphMatchSink
+from rsep.plugin.store.prepare import check_plan
 from rsep.plugin.store.windows import OxigraphWindows
 from rsep.plugin.windows.plan import WindowPlan, WindowPlanError, is_window_query, plan_windows
 
@@ -183,7 +184,9 @@ def compile_text(
             raise CompileError(str(error)) from None
     if policy is not None:
         query = replace(query, consumption=ConsumptionPolicy(policy))
-    return compile_query(query)
+    plan = compile_query(query)
+    check_plan(plan)
+    return plan
 
 
 def compile_registered(query: RegisteredQuery) -> QueryPlan | WindowPlan:

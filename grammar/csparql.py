@@ -76,9 +76,15 @@ class _Stream:
 class CsparqlTransformer(WindowQueryForms):
     """One method per rule csparql.lark adds or overrides."""
 
+    def __init__(self, base_iri: str | None = None) -> None:
+        super().__init__(base_iri)
+        self._timestamp: Token | None = None
+        """The first `timestamp(` of the query: where a query without a stream is told it needs one."""
+
     def built_in_call(self, children: list[Any]) -> Expr:
         head = children[0]
         if isinstance(head, Token) and head.type.endswith("TIMESTAMP_FUNCTION"):
+            self._timestamp = self._timestamp or head
             return FunctionCall(IRI(TIMESTAMP_FUNCTION), tuple(children[1:]))
         return super().built_in_call(children)
 
@@ -126,7 +132,10 @@ class CsparqlTransformer(WindowQueryForms):
     def _query(self, form: SelectForm | ConstructForm, parts: QueryParts, meta: Meta) -> EventQuery:
         streams = [e.decl for e in parts.extras if isinstance(e, _Stream)]
         if not streams:
-            raise self.fail("a C-SPARQL query reads at least one FROM STREAM <iri> [RANGE ...]", meta)
+            needs = "a C-SPARQL query reads at least one FROM STREAM <iri> [RANGE ...]"
+            if self._timestamp is None:
+                raise self.fail(needs, meta)
+            raise self.fail(f"timestamp() is the time of a stream triple: {needs}", self._timestamp)
         assert parts.where is not None
         where = GroupPattern((WindowElement(None, parts.where),))
         return EventQuery(

@@ -34,7 +34,7 @@ from lark.tree import Meta
 from lark.visitors import v_args
 
 from rsep.grammar.sparql_transformer import QueryParts, SparqlTransformer, StaticSemanticsError
-from rsep.plugin.algebra.analysis import expr_vars, map_expr, pattern_vars
+from rsep.plugin.algebra.analysis import expr_contains, expr_vars, pattern_vars
 from rsep.plugin.algebra.events import (
     DURATION_FUNCTION,
     END_TIME_FUNCTION,
@@ -291,7 +291,9 @@ class EpsparqlTransformer(SparqlTransformer):
     def _check_sub_select(self, sub: SelectQuery, meta: Meta) -> None:
         """A sub-SELECT as the whole WHERE (rule (5)) projects and computes per solution; what
         would need the set of all solutions (grouping, ordering, slicing) has no place there."""
-        aggregated = any(p.expr is not None and _has_aggregate(p.expr) for p in sub.projection or ())
+        aggregated = any(
+            p.expr is not None and expr_contains(p.expr, Aggregate) for p in sub.projection or ()
+        )
         if sub.distinct or sub.reduced or sub.modifiers != SolutionModifiers() or aggregated:
             raise self.fail(
                 "a sub-SELECT in an EP-SPARQL query computes per solution: DISTINCT, REDUCED, "
@@ -461,16 +463,3 @@ def _top_level(where: GroupPattern) -> GroupPattern:
     while len(where.elements) == 1 and isinstance(where.elements[0], GroupPattern):
         where = where.elements[0]
     return where
-
-
-def _has_aggregate(expr: Expr) -> bool:
-    found: list[Aggregate] = []
-
-    def visit(node: Expr) -> Expr | None:
-        if isinstance(node, Aggregate):
-            found.append(node)
-            return node
-        return None
-
-    map_expr(expr, visit)
-    return bool(found)

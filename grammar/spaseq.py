@@ -158,15 +158,18 @@ class SpaseqTransformer(SparqlTransformer):
     def select_query(self, meta: Meta, children: list[Any]) -> EventQuery:
         parts = QueryParts.collect(children)
         if parts.modifiers != SolutionModifiers():
-            raise self._error(
-                "GROUP BY, HAVING, ORDER BY, LIMIT and OFFSET do not apply to a SPAseq query", meta
+            raise StaticSemanticsError(
+                f"{_modifier_name(parts.modifiers)} does not apply to a SPAseq query: its matches are "
+                "reported one by one as they are detected (GROUP BY, HAVING, ORDER BY, LIMIT and OFFSET "
+                "are not SPAseq clauses)",
+                *self.position(parts.modifiers),
             )
         if parts.dataset:
             raise self._error(
                 "FROM and FROM NAMED do not apply to a SPAseq query: use GRAPH <kb> in a GPM", meta
             )
         body = next(e for e in parts.extras if isinstance(e, _Body))
-        streams = self._streams([e for e in parts.extras if isinstance(e, _Stream)])
+        streams = self._streams([e for e in parts.extras if isinstance(e, _Stream)], meta)
         gpms = self._gpms(body.definitions, streams)
         within = [e for e in parts.extras if isinstance(e, Duration)]
         partitions = [e for e in parts.extras if isinstance(e, _Partition)]
@@ -182,21 +185,60 @@ class SpaseqTransformer(SparqlTransformer):
             partition_positions=tuple(p for e in partitions for p in e.positions),
         )
 
+    @v_args(meta=True)
+    def solution_modifier(self, meta: Meta, children: list[Any]) -> SolutionModifiers:
+        modifiers = super().solution_modifier(children)
+        if not meta.empty:
+            self.remember(modifiers, *self.position(meta))
+        return modifiers
+
+    @v_args(meta=True)
+    def values_clause(self, meta: Meta, children: list[InlineData]) -> InlineData | None:
+        values = super().values_clause(children)
+        if values is not None:
+            self.remember(values, *self.position(meta))
+        return values
+
     def finish_query(self, form: Any, prologue: Prologue, values: InlineData | None) -> Any:
         if values is not None:
-            raise StaticSemanticsError("a trailing VALUES clause does not apply to a SPAseq query", 1, 1)
+            raise StaticSemanticsError(
+                "a trailing VALUES clause does not apply to a SPAseq query", *self.position(values)
+            )
         return replace(form, prologue=prologue)
+
+    @v_args(meta=True)
+    def ask_query(self, meta: Meta, children: list[Any]) -> None:
+        raise self._other_form("ASK", meta)
+
+    @v_args(meta=True)
+    def construct_query(self, meta: Meta, children: list[Any]) -> None:
+        raise self._other_form("CONSTRUCT", meta)
+
+    @v_args(meta=True)
+    def describe_query(self, meta: Meta, children: list[Any]) -> None:
+        raise self._other_form("DESCRIBE", meta)
+
+    def _other_form(self, form: str, meta: Meta) -> StaticSemanticsError:
+        return self._error(
+            f"{form} is not a SPAseq query form: a SPAseq query is a SELECT query (SPAseq Def. 4), whose "
+            "matches are reported as they are detected",
+            meta,
+        )
 
     # ------------------------------------------------------------------ resolution
 
-    def _streams(self, declared: list[_Stream]) -> dict[str, IRI]:
+    def _streams(self, declared: list[_Stream], query: Meta) -> dict[str, IRI]:
         streams: dict[str, IRI] = {}
         for stream in declared:
             if str(stream.alias) in streams:
                 raise self._error(f"stream {stream.alias} is declared twice", stream.alias)
             streams[str(stream.alias)] = stream.iri
         if not streams:
-            raise StaticSemanticsError("a SPAseq query reads at least one FROM STREAM", 1, 1)
+            raise self._error(
+                "a SPAseq query reads at least one stream: declare it after SELECT with "
+                "FROM STREAM name <iri>",
+                query,
+            )
         return streams
 
     def _gpms(
@@ -259,3 +301,14 @@ class SpaseqTransformer(SparqlTransformer):
     def _error(self, message: str, where: Token | Meta) -> StaticSemanticsError:
         line, column = self.position(where)
         return StaticSemanticsError(message, line, column)
+
+
+def _modifier_name(modifiers: SolutionModifiers) -> str:
+    """The first solution modifier written (their order is fixed: SPARQL 1.1 [18])."""
+    if modifiers.group_by:
+        return "GROUP BY"
+    if modifiers.having:
+        return "HAVING"
+    if modifiers.order_by:
+        return "ORDER BY"
+    return "LIMIT or OFFSET"

@@ -193,6 +193,20 @@ def _expr_patterns(expr: Expr) -> tuple[Node, ...]:
     return tuple(pattern for child in children for pattern in _expr_patterns(child))
 
 
+def expr_contains(expr: Expr, kind: type[Expr] | tuple[type[Expr], ...]) -> bool:
+    """Is a node of `kind` anywhere in the expression (not looking into EXISTS patterns)?"""
+    found: list[Expr] = []
+
+    def visit(node: Expr) -> Expr | None:
+        if isinstance(node, kind):
+            found.append(node)
+            return node
+        return None
+
+    map_expr(expr, visit)
+    return bool(found)
+
+
 def map_expr(expr: Expr, replace_node: Callable[[Expr], Expr | None]) -> Expr:
     """Rebuild an expression bottom-up, letting `replace_node` substitute any
     sub-expression (return None to keep it). Patterns inside EXISTS are kept."""

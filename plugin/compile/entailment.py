@@ -399,9 +399,9 @@ class _WindowRewriter:
         self.entailed = entailed
         self.count = 0
 
-    def fresh(self) -> Var:
+    def fresh(self, tag: str = BNODE_TAG) -> Var:
         self.count += 1
-        return Var(f"{HIDDEN_PREFIX}w{self.count}{BNODE_TAG}")
+        return Var(f"{HIDDEN_PREFIX}w{self.count}{tag}")
 
     def group(self, group: GroupPattern) -> GroupPattern:
         return map_group(group, lambda e: self._bgp(e) if isinstance(e, BGP) else None)
@@ -409,7 +409,10 @@ class _WindowRewriter:
     def _bgp(self, bgp: BGP) -> Node:
         """The BGP as a join of its triple patterns, each over both graphs. Its blank nodes become
         hidden variables, projected away by a sub-select over the BGP's variables that keeps one
-        solution per blank-node assignment, as BGP matching does."""
+        solution per blank-node assignment, as BGP matching does. A BGP without variables
+        (`[] a :C`) projects a fresh variable it never binds (SPARQL has no empty projection):
+        its solutions are empty mappings, one per witness, so nothing hidden reaches the query's
+        `SELECT *`, DISTINCT or output."""
         if not any(_entailable(t) for t in bgp.triples):
             return bgp
         bnodes: dict[str, Var] = {}
@@ -417,11 +420,11 @@ class _WindowRewriter:
         plain = BGP(tuple(t for t in triples if not _entailable(t)))
         both = [self._both(t) for t in triples if _entailable(t)]
         where = GroupPattern((*both, plain) if plain.triples else tuple(both))
-        names = sorted({n for t in bgp.triples for n in triple_vars(t)})
-        if not bnodes or not names:  # without named variables, the blank nodes stay in scope
+        if not bnodes:
             return where
-        projection = tuple(Projection(Var(n)) for n in names)
-        return SubSelect(SelectQuery(projection=projection, where=where))
+        names = sorted({n for t in bgp.triples for n in triple_vars(t)})
+        projected = [Var(n) for n in names] or [self.fresh("unbound")]
+        return SubSelect(SelectQuery(projection=tuple(Projection(v) for v in projected), where=where))
 
     def _both(self, triple: TriplePattern) -> UnionPattern:
         stored = GroupPattern((BGP((triple,)),))

@@ -23,10 +23,11 @@ rewrite introduced are then dropped (`hidden`) and the rows made distinct.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from rsep.plugin.algebra.analysis import (
     certain_vars,
+    expr_contains,
     expr_vars,
     graph_names,
     map_expr,
@@ -34,7 +35,7 @@ from rsep.plugin.algebra.analysis import (
     pattern_vars,
     service_blocks,
 )
-from rsep.plugin.algebra.events import GraphPatternEvent
+from rsep.plugin.algebra.events import GraphPatternEvent, SourcePosition
 from rsep.plugin.algebra.groups import map_group, map_in_graph
 from rsep.plugin.algebra.serialize import to_sparql
 from rsep.plugin.algebra.sparql import (
@@ -42,6 +43,7 @@ from rsep.plugin.algebra.sparql import (
     Aggregate,
     BinaryOp,
     Bind,
+    Exists,
     Expr,
     Filter,
     FunctionCall,
@@ -100,9 +102,13 @@ class GpmPlan:
     """None: matched against every event. Otherwise a lazy conjunction operand, matched only at
     the timestamps where, for one of these conjunctions, every atom has rows
     (rsep.plugin.compile.lazy)."""
+    position: SourcePosition | None = field(default=None, compare=False)
+    """Where the GPM is defined, for errors found after planning (`rsep.plugin.store.prepare`)."""
 
 
-def plan_gpm(index: int, gpm: GraphPatternEvent) -> GpmPlan:
+def plan_gpm(index: int, gpm: GraphPatternEvent, outer: frozenset[str] = frozenset()) -> GpmPlan:
+    """The GPM's queries. `outer`: the variables the query's other GPMs bind, which a FILTER
+    [NOT] EXISTS pattern reads from the match (SPARQL's substitution) rather than binds itself."""
     elements = gpm.pattern.elements
     lookups = [e for e in elements if isinstance(e, BackgroundLookup)]
     kb_blocks = [e for e in elements if isinstance(e, GraphGraphPattern)]
@@ -124,18 +130,21 @@ def plan_gpm(index: int, gpm: GraphPatternEvent) -> GpmPlan:
     map_in_graph(gpm.pattern, lambda e: _check_subselect(gpm, e))
     hidden = frozenset(n for n in pattern_vars(gpm.pattern) if is_hidden(n))
     late = pattern_vars(GroupPattern(tuple(lookups))) - hidden  # bound by lookups, after the query
+    outer = outer | pattern_vars(gpm.pattern)
+    graphs = nested | _block_names(kb_blocks)
     if nested or not _separable(rest, kb_blocks):
-        graphs = nested | _block_names(kb_blocks)
-        return _combined_plan(index, gpm, [*rest, *kb_blocks], filters, graphs, lookups, hidden)
+        return _combined_plan(index, gpm, [*rest, *kb_blocks], filters, graphs, lookups, hidden, outer)
     event_group = GroupPattern(tuple(rest))
     kb_group = GroupPattern(tuple(kb_blocks))
     event_vars, event_certain = pattern_vars(event_group), certain_vars(event_group)
     kb_vars, kb_certain = pattern_vars(kb_group), certain_vars(kb_group)
     event_filters, kb_filters, residuals = [], [], []
     for flt in filters:
-        used = _read(flt)
+        used = _read(flt, outer)
         if used <= event_vars and used & (kb_vars | late) <= event_certain:
             event_filters.append(flt)
+        elif expr_contains(flt.expr, Exists):  # its pattern is matched in the event graph: one query
+            return _combined_plan(index, gpm, [*rest, *kb_blocks], filters, graphs, lookups, hidden, outer)
         elif kb_blocks and used <= kb_vars and used & (event_vars | late) <= kb_certain:
             kb_filters.append(flt)
         else:
@@ -162,6 +171,7 @@ def plan_gpm(index: int, gpm: GraphPatternEvent) -> GpmPlan:
         certain=certain_vars(gpm.pattern) - hidden,
         lookups=planned,
         hidden=tuple(sorted(hidden)),
+        position=gpm.position,
     )
 
 
@@ -173,12 +183,17 @@ def _combined_plan(
     graphs: frozenset[str | None],
     lookups: list[BackgroundLookup],
     hidden: frozenset[str],
+    outer: frozenset[str],
 ) -> GpmPlan:
     """Everything in one query over a batch store holding the KB graphs too."""
     group = GroupPattern(tuple(parts))
     own, own_certain = pattern_vars(group), certain_vars(group)
     late = pattern_vars(GroupPattern(tuple(lookups))) - hidden
-    local = [f for f in filters if _local(_read(f), own, own_certain, late)]
+    local = [f for f in filters if _local(_read(f, outer), own, own_certain, late)]
+    for flt in filters:
+        if flt not in local and expr_contains(flt.expr, Exists):
+            used = _read(flt, outer)
+            raise _exists_outside(gpm, (used - own) or (used & late))
     residuals = tuple(_residual(f) for f in filters if f not in local)
     planned = tuple(_lookup(b, own_certain) for b in lookups)
     names = _projected(own, hidden, planned)
@@ -201,13 +216,39 @@ def _combined_plan(
         certain=certain_vars(gpm.pattern) - hidden,
         lookups=planned,
         hidden=tuple(sorted(hidden)),
+        position=gpm.position,
     )
 
 
-def _read(flt: Filter) -> frozenset[str]:
-    """The variables a FILTER reads from the solutions (an entailment rewrite's hidden ones are
-    local to the EXISTS patterns that hold them)."""
-    return frozenset(n for n in expr_vars(flt.expr) if not is_hidden(n))
+def _read(flt: Filter, outer: frozenset[str]) -> frozenset[str]:
+    """The variables a FILTER reads from the solutions. A variable of an EXISTS pattern is read
+    only if something outside binds it (`outer`: the query's GPMs), as SPARQL substitutes the
+    solution into the pattern (§18.6, substitute); the others, an entailment rewrite's hidden
+    ones too, are the pattern's own."""
+    found: set[str] = set()
+
+    def visit(node: Expr) -> Expr | None:
+        if isinstance(node, Exists):
+            found.update(mentioned_vars(node.pattern) & outer)
+            return node
+        if isinstance(node, Var):
+            found.add(node.name)
+        return None
+
+    map_expr(flt.expr, visit)
+    return frozenset(n for n in found if not is_hidden(n))
+
+
+def _exists_outside(gpm: GraphPatternEvent, names: frozenset[str]) -> CompileError:
+    """A FILTER [NOT] EXISTS that the GPM's own query cannot evaluate: the NFA, which checks
+    filters over several GPMs' variables, compares solution mappings and has no event graph."""
+    listed = ", ".join("?" + n for n in sorted(names))
+    return CompileError(
+        f"GPM {gpm.name}: a FILTER with EXISTS or NOT EXISTS reads {listed}, which this GPM's own "
+        "query does not bind: the EXISTS pattern is matched in the event graph by that query, so it "
+        "can read only that query's variables (to test another GPM's value, bind the value in this "
+        "GPM and compare it in a FILTER without EXISTS)"
+    )
 
 
 def _local(used: frozenset[str], own: frozenset[str], certain: frozenset[str], late: frozenset[str]) -> bool:
@@ -265,11 +306,16 @@ def _event_select(
 
 
 def _in_event_graph(element: Node) -> Node | None:
-    """A sub-select matched against the event graph, written with the graph inside it:
-    `GRAPH ?e { { SELECT V WHERE { P } GROUP BY G } }` as `{ SELECT ?e V WHERE { GRAPH ?e { P } }
-    GROUP BY ?e G }`, the same solutions (SPARQL 1.1 §18.5, Graph; one group set per graph).
-    Oxigraph (0.5) evaluates a sub-select nested in `GRAPH ?e` against the union of the graphs,
-    without binding ?e."""
+    """The GPM's pattern as Oxigraph (0.5) must be given it to match it in each event graph, as
+    SPARQL's `GRAPH ?e { P }` defines it (§18.5, one evaluation per graph):
+
+    - a sub-select is written with the graph inside it: `GRAPH ?e { { SELECT V WHERE { P } GROUP
+      BY G } }` as `{ SELECT ?e V WHERE { GRAPH ?e { P } } GROUP BY ?e G }`, the same solutions
+      (Oxigraph evaluates a sub-select nested in `GRAPH ?e` against the union of the graphs,
+      without binding ?e);
+    - a group whose first element does not bind ?e starts with `GRAPH ?e {}` (`_bound_first`)."""
+    if type(element) is GroupPattern:
+        return _bound_first(GroupPattern(tuple(map_in_graph(e, _in_event_graph) for e in element.elements)))
     if not isinstance(element, SubSelect):
         return None
     query, event = element.query, Var(EVENT_VAR)
@@ -279,6 +325,34 @@ def _in_event_graph(element: Node) -> Node | None:
     if modifiers.group_by:
         modifiers = replace(modifiers, group_by=(GroupCondition(event), *modifiers.group_by))
     return SubSelect(replace(query, projection=projection, where=where, modifiers=modifiers))
+
+
+def _bound_first(group: GroupPattern) -> GroupPattern:
+    """The group, starting with `GRAPH ?e {}` (the graph being matched, in SPARQL's terms) unless
+    its first element binds ?e. Oxigraph (0.5) evaluates what does not read the graph (VALUES,
+    BIND) once for all graphs, and an OPTIONAL, MINUS or [NOT] EXISTS after it with ?e unbound:
+    `GRAPH ?e { VALUES ?x { :a } }` has one solution without ?e, not one per graph, and `GRAPH ?e
+    { VALUES ?x { :a } OPTIONAL { ?x :p ?o } }` loses the graphs where the OPTIONAL finds nothing.
+    Bound first, ?e makes each of them per graph; a group that starts with a triple pattern, the
+    usual case, is left as it is."""
+    first = next((e for e in group.elements if not isinstance(e, Filter)), None)  # FILTERs apply last
+    if _binds_graph(first):
+        return group
+    return GroupPattern((GraphGraphPattern(Var(EVENT_VAR), GroupPattern(())), *group.elements))
+
+
+def _binds_graph(element: Node | None) -> bool:
+    """Does every solution of `element`, matched in `GRAPH ?e`, bind ?e? (Its groups have been
+    through `_bound_first`, its sub-selects through `_in_event_graph`, which projects ?e.)"""
+    if isinstance(element, BGP):
+        return bool(element.triples)
+    if isinstance(element, GraphGraphPattern):
+        return element.name == Var(EVENT_VAR)
+    if type(element) is GroupPattern:
+        return bool(element.elements) and _binds_graph(element.elements[0])
+    if isinstance(element, UnionPattern):
+        return all(_binds_graph(branch) for branch in element.branches)
+    return isinstance(element, SubSelect)
 
 
 def _check_subselect(gpm: GraphPatternEvent, element: Node) -> None:
@@ -302,17 +376,7 @@ def _check_subselect(gpm: GraphPatternEvent, element: Node) -> None:
 
 
 def _aggregates(projection: tuple[Projection, ...]) -> bool:
-    found: list[Expr] = []
-
-    def visit(node: Expr) -> Expr | None:
-        if isinstance(node, Aggregate):
-            found.append(node)
-        return None
-
-    for item in projection:
-        if item.expr is not None:
-            map_expr(item.expr, visit)
-    return bool(found)
+    return any(item.expr is not None and expr_contains(item.expr, Aggregate) for item in projection)
 
 
 def split_conjuncts(filters: list[Filter]) -> list[Filter]:

@@ -13,8 +13,8 @@ triple pattern) or a *join group*:
   its leaves and yields, at each timestamp, the joins completed there (at
   least one occurrence at that timestamp), with the hull of their intervals.
   The order in which the leaves occur does not matter to a join, so it is
-  not enumerated (consuming policies, which pick inputs step by step, and
-  GPMs with residual filters keep leaf parts);
+  not enumerated, under any policy (GPMs with residual filters keep leaf
+  parts);
 - `L SEQ R`: L's orders followed by R's, and every part of R must start
   after the end of L (needed once derived events or join groups carry
   intervals);
@@ -477,11 +477,13 @@ class _Builder:
         found = self.joins.get(key)
         if found is None:
             names = sorted(part, key=self.gpm_index.__getitem__)
+            variables = tuple(self.variables.get(n, frozenset()) for n in names)
             found = self.joins[key] = JoinAtom(
                 tuple(GpmAtom(self.gpm_index[n]) for n in names),
                 memory=len(self.joins),
                 windowed=bounded,
-                orders=_join_orders([self.variables.get(n, frozenset()) for n in names]),
+                orders=_join_orders(list(variables)),
+                variables=variables,
             )
         return found
 
@@ -560,8 +562,7 @@ def compile_interval_automaton(
 ) -> Automaton:
     """One automaton for all alternatives: a trie, so that alternatives
     sharing their first steps share the states (and the runs) for them."""
-    joins = policy is ConsumptionPolicy.UNRESTRICTED and not any(residuals)
-    main, context = flatten(pattern, joins=joins)
+    main, context = flatten(pattern, joins=not any(residuals))
     builder = _Builder(gpm_index, context.bounded, variables=_gpm_variables(pattern))
     nodes: list[_Node] = []
     memo: dict[tuple[object, ...], int] = {}

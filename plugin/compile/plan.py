@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import reduce
 
+from rsep.plugin.algebra.analysis import pattern_vars
 from rsep.plugin.algebra.events import (
     Conjunction,
     ConsumptionPolicy,
@@ -41,7 +42,9 @@ from rsep.plugin.compile.entailment import entail_pattern
 from rsep.plugin.compile.gpm import GpmPlan, plan_gpm
 from rsep.plugin.compile.intervals import compile_interval_automaton, duration_bound
 from rsep.plugin.compile.lazy import lazy_needs
-from rsep.plugin.nfa.automaton import Automaton
+from rsep.plugin.expr import UnsupportedExpression, compile_filter
+from rsep.plugin.nfa.automaton import Automaton, ResidualFilter
+from rsep.plugin.nfa.runtime import Runtime
 from rsep.plugin.terms import term_to_nt
 
 
@@ -74,7 +77,8 @@ def compile_query(query: EventQuery) -> QueryPlan:
     if query.entailment is not None:
         pattern = entail_pattern(pattern, query.entailment)
     gpms = collect_gpms(pattern)
-    plans = tuple(_plan_gpm(i, g) for i, g in enumerate(gpms))
+    outer = frozenset().union(*(pattern_vars(g.pattern) for g in gpms))
+    plans = tuple(_plan_gpm(i, g, outer) for i, g in enumerate(gpms))
     key = _partition_key(query, plans)
     index = {g.name: i for i, g in enumerate(gpms)}
     residuals = tuple(p.residuals for p in plans)
@@ -95,22 +99,46 @@ def compile_query(query: EventQuery) -> QueryPlan:
         automaton = replace(automaton, policy=query.consumption)
         needs = lazy_needs(automaton)
         plans = tuple(replace(p, needs=needs.get(p.index)) for p in plans)
+    _check_filters(automaton)
     return QueryPlan(
         query=query,
         gpms=plans,
         automaton=automaton,
         key=key,
         streams=tuple(s.iri for s in query.streams),
-        warnings=_warnings(query, plans, automaton),
+        warnings=_warnings(query, pattern, plans, automaton),
     )
 
 
-def _plan_gpm(index: int, gpm: GraphPatternEvent) -> GpmPlan:
+def _plan_gpm(index: int, gpm: GraphPatternEvent, outer: frozenset[str]) -> GpmPlan:
     """`plan_gpm`, its errors positioned at the GPM's definition when they have no position."""
     try:
-        return plan_gpm(index, gpm)
+        plan = plan_gpm(index, gpm, outer)
+        for residual in plan.residuals:
+            _check_residual(gpm, residual)
+        return plan
     except CompileError as error:
         raise error.at(gpm.position) from None
+
+
+def _check_residual(gpm: GraphPatternEvent, residual: ResidualFilter) -> None:
+    """A FILTER over other GPMs' variables is evaluated by rsep's own evaluator, in the NFA:
+    what it cannot evaluate is refused here rather than when the first candidate reaches it."""
+    try:
+        compile_filter(residual.expr)
+    except UnsupportedExpression as error:
+        raise CompileError(
+            f"GPM {gpm.name}: {error}, in a FILTER that reads variables of other GPMs (rsep evaluates "
+            "those itself, with SPARQL 1.1's functions and the XSD casts)"
+        ) from None
+
+
+def _check_filters(automaton: Automaton) -> None:
+    """The runtime compiles its filters (interval conditions too) when it is built: build one."""
+    try:
+        Runtime(automaton)
+    except UnsupportedExpression as error:
+        raise CompileError(f"{error}, in a FILTER the NFA evaluates") from None
 
 
 def collect_gpms(pattern: EventPattern) -> list[GraphPatternEvent]:
@@ -225,19 +253,66 @@ def _partition_key(query: EventQuery, plans: tuple[GpmPlan, ...]) -> tuple[str, 
     return requested
 
 
-def _warnings(query: EventQuery, plans: tuple[GpmPlan, ...], automaton: Automaton) -> tuple[str, ...]:
-    bound = frozenset().union(*(p.variables for p in plans))
-    notes = []
-    for plan in plans:
-        for residual in plan.residuals:
-            missing = sorted(residual.variables - bound)
-            if missing:
-                names = ", ".join("?" + n for n in missing)
-                notes.append(
-                    f"GPM {plan.name}: FILTER reads {names}, which no GPM binds; "
-                    "under SPARQL semantics it is unbound, so the comparison is an error and the filter fails"
-                )
+def _warnings(
+    query: EventQuery, pattern: EventPattern, plans: tuple[GpmPlan, ...], automaton: Automaton
+) -> tuple[str, ...]:
+    notes = _unbound_filter_notes(plans, None if query.dialect.interval_semantics else _steps(pattern))
     if automaton.within is None:
         limit = "a getDURATION() bound" if query.dialect.interval_semantics else "a WITHIN clause"
         notes.append(f"without {limit}, partial matches never expire: memory grows with the stream")
     return tuple(notes)
+
+
+def _unbound_filter_notes(plans: tuple[GpmPlan, ...], steps: dict[str, int] | None) -> list[str]:
+    """FILTERs that read a variable no GPM binds, or (given the GPMs' `steps`) one that only GPMs
+    matched later bind: it is unbound when the filter is evaluated, whatever the filter makes of
+    that (an error for a comparison, false for BOUND, the fallback for COALESCE)."""
+    notes = []
+    for plan in plans:
+        for residual in plan.residuals:
+            foreign = residual.variables - plan.variables
+            binders = {n: [p.name for p in plans if n in p.variables] for n in foreign}
+            unbound = sorted(n for n, names in binders.items() if not names)
+            if unbound:
+                notes.append(
+                    f"GPM {plan.name}: FILTER reads {_names(unbound)}, which no GPM binds: "
+                    "the variable is unbound when the filter is evaluated"
+                )
+            later = sorted(n for n, names in binders.items() if names and _after(names, plan.name, steps))
+            if later:
+                gpms = ", ".join(sorted({b for n in later for b in binders[n]}))
+                notes.append(
+                    f"GPM {plan.name}: FILTER reads {_names(later)}, which only a later GPM binds "
+                    f"({gpms}): the variable is unbound when the filter is evaluated (a GPM's FILTER "
+                    "sees the variables of its own and earlier GPMs; move it to the later GPM)"
+                )
+    return notes
+
+
+def _after(names: list[str], name: str, steps: dict[str, int] | None) -> bool:
+    """Are the GPMs `names` all matched after GPM `name`? (None: no order is known.)"""
+    return steps is not None and all(steps[n] > steps[name] for n in names)
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join("?" + n for n in names)
+
+
+def _steps(pattern: EventPattern) -> dict[str, int]:
+    """Each GPM's earliest step: the elements of a sequence are successive steps; the operands of
+    any other operator share one (a conjunction joins its operands before their filters run)."""
+    steps: dict[str, int] = {}
+
+    def visit(node: EventPattern, step: int) -> int:
+        """Number `node`'s GPMs from `step` on; the step after them."""
+        if isinstance(node, GraphPatternEvent):
+            steps[node.name] = min(steps.get(node.name, step), step)
+            return step + 1
+        if isinstance(node, Sequence):
+            for element in node.elements:
+                step = visit(element, step)
+            return step
+        return max((visit(child, step) for child in event_children(node)), default=step)
+
+    visit(pattern, 0)
+    return steps

@@ -56,12 +56,14 @@ class JoinAtom:
     occurrence at that timestamp), over the hull of the occurrences' intervals. The
     runtime keeps the occurrences per key (`NfaState.joins[memory]`), so the order the
     operands occur in needs no states of its own; `windowed` occurrences expire with
-    the window. `orders[k]`: the order to join the operands in, starting from k."""
+    the window. `orders[k]`: the order to join the operands in, starting from k;
+    `variables[k]`: the variables operand k may bind."""
 
     operands: tuple[GpmAtom, ...]
     memory: int
     windowed: bool = True
     orders: tuple[tuple[int, ...], ...] = ()
+    variables: tuple[frozenset[str], ...] = ()
 
 
 Atom = Union[GpmAtom, ConjunctionAtom, DisjunctionAtom, JoinAtom]

@@ -1,9 +1,8 @@
 """What an interval pattern's runtime remembers besides its runs, and when it may forget it.
 
 - **Join occurrences** (`NfaState.joins`): the occurrences of a join group's
-  GPMs (`JoinAtom`), from which each timestamp's new joins are computed with
-  a delta join: every combination of remembered occurrences with at least
-  one of this timestamp's (EP-SPARQL's BGP and Join, §4.2, in any order).
+  GPMs (`JoinAtom`), from which each timestamp's new joins are computed
+  (`plugin/nfa/joins.py`).
 - **Remembered solutions** (`NfaState.history`): the completed solutions of
   an auxiliary pattern, which anti-joins read.
 
@@ -17,89 +16,26 @@ dropped (`forget`). A solution that blocks however long before the mandatory
 side it ended (OPTIONALSEQ, OPTIONAL, NO_HEAD) never expires under the
 definitions, but only the earliest one per binding of what the anti-join
 reads (the mandatory side's variables and the condition's) can matter: it
-blocks whenever a later one would, so later ones are dropped (`compact`).
+blocks whenever a later one would, so later ones are dropped (`compact`). The
+same holds for the occurrences of a join group that is the whole of such an
+optional side: only the first per binding of what the anti-join reads and
+the triple patterns share can matter (`compact_occurrences`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from rsep.plugin.algebra.analysis import expr_vars
-from rsep.plugin.nfa.automaton import AntiJoin, Automaton, JoinAtom, Relation
+from rsep.plugin.algebra.events import ConsumptionPolicy
+from rsep.plugin.nfa.automaton import AntiJoin, Automaton, JoinAtom, Relation, State
+from rsep.plugin.nfa.joins import Occurrence
 
-Occurrence = tuple[int, int, dict[str, str], float, float]
-"""(operand, event id, solution mapping, start, end) of one GPM row a join group remembers."""
 Remembered = tuple[dict[str, str], tuple[float, float]]
 """(solution mapping, (start, end)) of an auxiliary pattern."""
-Fresh = Sequence[Sequence[tuple[int, dict[str, str], float]]]
-"""Per operand, this timestamp's rows: (event id, mapping, start time)."""
 
 _EXPIRING = frozenset({Relation.SAME_INTERVAL, Relation.WITHIN_GAP})
 _FIRST_SUFFICES = frozenset({Relation.BEFORE_START, Relation.NOT_AFTER_END})
-
-
-# --------------------------------------------------------------------------- join groups
-
-
-def new_joins(
-    atom: JoinAtom, memory: Sequence[Occurrence], fresh: Fresh
-) -> Iterator[tuple[tuple[int, ...], dict[str, str], float]]:
-    """The joins of `atom`'s operands with at least one of this timestamp's rows
-    (`fresh`), each once: seeded by the first operand k that takes a fresh row,
-    operands before k take remembered rows only, those after k either. Yields
-    (event ids, those of earlier timestamps first, mapping, start of the hull):
-    a match's last event is one of its last timestamp's."""
-    old: list[list[tuple[int, dict[str, str], float]]] = [[] for _ in atom.operands]
-    earlier: set[int] = set()
-    for operand, event, mapping, start, _ in memory:
-        old[operand].append((event, mapping, start))
-        earlier.add(event)
-    seen: set[tuple[float, frozenset[tuple[str, str]]]] = set()
-    for seed, rows in enumerate(fresh):
-        if not rows:
-            continue
-        pools = [old[k] if k < seed else [*old[k], *fresh[k]] for k in range(len(fresh))]
-        pools[seed] = list(rows)
-        if not all(pools):
-            continue
-        for events, mapping, start in _extend(atom.orders[seed], pools, 0, {}, (), float("inf")):
-            key = (start, frozenset(mapping.items()))
-            if key not in seen:  # the same solution from other occurrences: reported once anyway
-                seen.add(key)
-                yield tuple(sorted(set(events), key=lambda e: (e not in earlier, e))), mapping, start
-
-
-def _extend(
-    order: tuple[int, ...],
-    pools: list[list[tuple[int, dict[str, str], float]]],
-    level: int,
-    mapping: dict[str, str],
-    events: tuple[int, ...],
-    start: float,
-) -> Iterator[tuple[tuple[int, ...], dict[str, str], float]]:
-    if level == len(order):
-        yield events, mapping, start
-        return
-    for event, row, begin in pools[order[level]]:
-        joined = _compatible_union(mapping, row)
-        if joined is not None:
-            yield from _extend(order, pools, level + 1, joined, (*events, event), min(start, begin))
-
-
-def _compatible_union(a: Mapping[str, str], b: Mapping[str, str]) -> dict[str, str] | None:
-    for name, value in b.items():
-        bound = a.get(name)
-        if bound is not None and bound != value:
-            return None
-    return {**a, **b}
-
-
-def remember_rows(atom: JoinAtom, joins: dict[int, list[Occurrence]], fresh: Fresh, time: float) -> None:
-    rows = [
-        (k, event, mapping, start, time) for k, found in enumerate(fresh) for event, mapping, start in found
-    ]
-    if rows:
-        joins.setdefault(atom.memory, []).extend(rows)
 
 
 # --------------------------------------------------------------------------- forgetting
@@ -110,16 +46,14 @@ class Forgetting:
 
     def __init__(self, automaton: Automaton) -> None:
         self.within = automaton.within
-        self.windowed_joins: set[int] = set()
+        uses = _join_uses(automaton)
+        self.windowed_joins = {memory for memory, (atom, _) in uses.items() if atom.windowed}
         bounded: set[int] = set()
         anti_joins: dict[int, list[AntiJoin]] = {}
         for state in automaton.states:
             spec = state.interval
             if spec is None:
                 continue
-            for atom in (state.atom, *getattr(state.atom, "operands", ())):
-                if isinstance(atom, JoinAtom) and atom.windowed:
-                    self.windowed_joins.add(atom.memory)
             if spec.records is not None and not spec.auxiliary:
                 bounded.add(spec.records)
             for anti in spec.anti:
@@ -129,6 +63,40 @@ class Forgetting:
             aux for aux in bounded & anti_joins.keys() if anti_joins[aux][0].relation in _EXPIRING
         }
         self.keys = {aux: _reads(antis) for aux, antis in anti_joins.items()}
+        self.occurrence_keys: dict[int, tuple[frozenset[str], ...]] = {}
+        """Per join memory whose occurrences only matter by some of their bindings (see
+        `_occurrence_keys`): those bindings, per operand."""
+        if automaton.policy is ConsumptionPolicy.UNRESTRICTED:  # consumption may take the one kept
+            for memory, (atom, states) in uses.items():
+                found = self._occurrence_keys(automaton, atom, states)
+                if found is not None:
+                    self.occurrence_keys[memory] = found
+
+    def _occurrence_keys(
+        self, automaton: Automaton, atom: JoinAtom, states: list[State]
+    ) -> tuple[frozenset[str], ...] | None:
+        """When a join group is the whole of every auxiliary alternative that uses it, and
+        the anti-joins reading those only read the end of a solution and some of its
+        bindings (`_reads`: OPTIONALSEQ's and OPTIONAL's optional side as a BGP), a new
+        join of a remembered occurrence ends now, whichever of the occurrences that agree
+        on those bindings and on the variables the operands share it takes: the first
+        such one is enough (`compact_occurrences`)."""
+        if not atom.variables:
+            return None
+        reads: frozenset[str] = frozenset()
+        for state in states:
+            spec = state.interval
+            whole = state.atom is atom and state.id in automaton.initial and state.accepting
+            if spec is None or not whole or state.after_take or spec.filters or spec.equal or spec.anti:
+                return None
+            found = None if spec.records is None else self.keys.get(spec.records)
+            if found is None:
+                return None
+            reads |= found
+        return tuple(
+            (own & frozenset().union(*(v for i, v in enumerate(atom.variables) if i != k))) | reads
+            for k, own in enumerate(atom.variables)
+        )
 
     def forget(
         self, joins: dict[int, list[Occurrence]], history: dict[int, list[Remembered]], time: float
@@ -143,6 +111,30 @@ class Forgetting:
             if horizon is not None and aux in self.expiring and any(r[1][0] < horizon for r in remembered):
                 remembered = [r for r in remembered if r[1][0] >= horizon]
             history[aux] = compact(remembered, self.keys.get(aux))
+        for memory in self.occurrence_keys.keys() & joins.keys():
+            joins[memory] = compact_occurrences(joins[memory], self.occurrence_keys[memory])
+
+
+def _join_uses(automaton: Automaton) -> dict[int, tuple[JoinAtom, list[State]]]:
+    """Per join memory, its join group and the states whose atoms read it."""
+    uses: dict[int, tuple[JoinAtom, list[State]]] = {}
+    for state in automaton.states:
+        for atom in (state.atom, *getattr(state.atom, "operands", ())):
+            if isinstance(atom, JoinAtom):
+                uses.setdefault(atom.memory, (atom, []))[1].append(state)
+    return uses
+
+
+def compact_occurrences(memory: list[Occurrence], keys: tuple[frozenset[str], ...]) -> list[Occurrence]:
+    """The first occurrence per operand and binding of its `keys` (see `_occurrence_keys`)."""
+    if len(memory) < 2:
+        return memory
+    kept: dict[tuple[object, ...], Occurrence] = {}
+    for occurrence in memory:
+        names = keys[occurrence[0]]
+        bound = tuple(sorted((k, v) for k, v in occurrence[2].items() if k in names))
+        kept.setdefault((occurrence[0], bound), occurrence)
+    return list(kept.values()) if len(kept) < len(memory) else memory
 
 
 def _reads(antis: Sequence[AntiJoin]) -> frozenset[str] | None:

@@ -49,7 +49,16 @@ from rsep.plugin.nfa.intervals import (
     relation_holds,
     timed_predicate,
 )
-from rsep.plugin.nfa.memory import Forgetting, Occurrence, RememberedIndexes, new_joins, remember_rows
+from rsep.plugin.nfa.joins import (
+    Occurrence,
+    OccurrenceIndexes,
+    expire,
+    fresh_occurrences,
+    joined_events,
+    new_joins,
+    remember_rows,
+)
+from rsep.plugin.nfa.memory import Forgetting, RememberedIndexes
 
 Mapping_ = dict[str, str]
 Unit = tuple[object, ...]
@@ -187,6 +196,9 @@ class _Candidate:
     triple pattern (not the whole event graph, which may hold other inputs)."""
     begins: tuple[float, ...] = ()
     """Interval patterns: the start time of each part (GPM or join group) taken."""
+    earlier: tuple[int, ...] = ()
+    """Consuming policies: the events a join group's join took from earlier timestamps
+    (its partners, which the policy chooses among)."""
 
 
 class _Cache(dict[Atom, list[_Candidate]]):
@@ -198,10 +210,6 @@ class _Cache(dict[Atom, list[_Candidate]]):
     def __init__(self, state: NfaState) -> None:
         super().__init__()
         self.state = state
-
-
-def _arrival(cand: _Candidate) -> tuple[tuple[int, ...], list[tuple[str, str]]]:
-    return cand.events, sorted(cand.mapping.items())
 
 
 SHARE_MIN_RUNS = 8
@@ -287,7 +295,18 @@ class _CandidateIndex:
 class _Step:
     """Everything one timestamp's processing accumulates."""
 
-    __slots__ = ("born", "cache", "consumed", "deferred", "group", "matches", "state", "units")
+    __slots__ = (
+        "born",
+        "cache",
+        "consumed",
+        "deferred",
+        "group",
+        "matches",
+        "moved",
+        "state",
+        "takers",
+        "units",
+    )
 
     def __init__(self, state: NfaState, group: Group) -> None:
         self.state = state
@@ -299,6 +318,11 @@ class _Step:
         self.consumed: set[Unit] = set()
         self.units: dict[int, tuple[Unit, ...]] = {}
         """Consuming policies: the inputs of each match (by id of the Match)."""
+        self.takers: dict[Unit, frozenset[Unit]] = {}
+        """Interval patterns under consuming policies: the partial match (its inputs) that
+        took each input consumed at this timestamp."""
+        self.moved: set[frozenset[Unit]] = set()
+        """Interval patterns under consuming policies: the partial matches that took an input."""
 
 
 class Runtime:
@@ -331,7 +355,16 @@ class Runtime:
             a for s in automaton.states for a in (s.atom, *_operands(s.atom)) if isinstance(a, JoinAtom)
         }
         self._joins_by: dict[tuple[int, ...], tuple[JoinAtom, ...]] = {}
+        self._join_atoms = {a.memory: a for a in self._joins}
+        self._occurrences = OccurrenceIndexes()
         self._selective = automaton.policy is not ConsumptionPolicy.UNRESTRICTED
+        self._recent = automaton.policy is ConsumptionPolicy.RECENT
+        forks = len(automaton.initial) > 1 or any(len(s.after_take) > 1 for s in automaton.states)
+        self._logical = self._selective and bool(self._intervals) and forks
+        """A partial match is its set of inputs, whichever detection order (state) it waits in
+        (`_select_runs`): interval patterns enumerate the orders of one pattern, and one
+        partial match waits in several states when an input starts or extends runs in
+        several of them."""
 
     def new_state(self) -> NfaState:
         return NfaState()
@@ -340,7 +373,8 @@ class Runtime:
 
     def process(self, state: NfaState, groups: Iterable[Group]) -> tuple[NfaState, list[Match]]:
         """Feed groups in rank order; returns the (updated) state and the matches
-        completed, in detection order."""
+        completed, in detection order. The order of the GPMs in a group's rows does not
+        matter (`_touched`)."""
         matches: list[Match] = []
         for group in groups:
             if group.rank <= state.last_rank:
@@ -373,6 +407,8 @@ class Runtime:
             if runs:
                 self.visited[spec.id] += len(runs)
                 state.runs[spec.id] = self._advance_runs(spec, runs, step)
+        if step.moved:
+            self._move_on(state, step.moved)
         for spec in self._initial:
             for cand in self._matches(spec.atom, group, step.cache):
                 if step.consumed and not step.consumed.isdisjoint(cand.units):
@@ -386,6 +422,7 @@ class Runtime:
             state.runs.setdefault(run.state, []).append(run)
         self._resolve_anti_joins(step)
         if self._selective and step.matches:
+            self._select_matches(step)
             self._consume(state, step)
         return list(step.matches.values())
 
@@ -396,10 +433,12 @@ class Runtime:
         return found
 
     def _touched(self, gpms: tuple[int, ...]) -> tuple[State, ...]:
-        """The states a group with rows of `gpms` concerns (few distinct sets: cached)."""
+        """The states a group with rows of `gpms` concerns (few distinct sets: cached), in the
+        same order whatever the order of the group's rows: under a consuming policy the states
+        visited first take the inputs they share."""
         found = self._touched_by.get(gpms)
         if found is None:
-            touched = {s.id: s for gpm in gpms for s in self._touching.get(gpm, ())}
+            touched = {s.id: s for gpm in sorted(gpms) for s in self._touching.get(gpm, ())}
             found = self._touched_by[gpms] = tuple(touched.values())
         return found
 
@@ -443,25 +482,51 @@ class Runtime:
     def _select_runs(self, spec: State, runs: list[Run], step: _Step) -> list[Run]:
         """Chronological / recent selection (RSEP-QL SEQ^c, SEQ^r): each event
         is taken by the earliest / latest waiting run it fits, and that run's
-        inputs move on with it (they are consumed from this state)."""
+        inputs move on with it (they are consumed from this state).
+
+        Interval patterns wait for one partial match in several states, one per
+        detection order it may continue in (`_logical`): there the runs holding the
+        same inputs are one partial match, which takes an input in every order it
+        fits and then moves on from all of them (`_move_on`)."""
         group = step.group
         alive = [r for r in runs if self._alive(spec, r, group.rank, group.time)]
-        order = sorted(alive, key=_run_age, reverse=self.automaton.policy is ConsumptionPolicy.RECENT)
+        order = sorted(alive, key=_run_age, reverse=self._recent)
         taken: set[int] = set()
         # inputs at one timestamp are taken in arrival order, whatever order the GPM stage
         # returned its rows in (Oxigraph's is unspecified; Spark's shuffle keeps none)
-        for cand in sorted(self._matches(spec.atom, group, step.cache), key=_arrival):
-            if step.consumed and not step.consumed.isdisjoint(cand.units):
+        for cand in sorted(self._matches(spec.atom, group, step.cache), key=self._offer_order):
+            if not self._logical and step.consumed and not step.consumed.isdisjoint(cand.units):
                 continue
             for run in order:
                 if id(run) in taken:
+                    continue
+                held = frozenset(run.units or ()) if self._logical else None
+                if held is not None and not self._free(cand.units, held, step):
                     continue
                 joined = _checked(cand, _without(run.mapping, spec.rebind))
                 if joined is not None and self._spawn(spec, run, cand, joined, step):
                     taken.add(id(run))
                     step.consumed.update(cand.units)
+                    if held is not None:
+                        step.takers.update(dict.fromkeys(cand.units, held))
+                        step.moved.add(held)
                     break
         return [r for r in alive if id(r) not in taken]
+
+    @staticmethod
+    def _free(units: tuple[Unit, ...], held: frozenset[Unit], step: _Step) -> bool:
+        """May the partial match holding `held` take these inputs? Unless another partial
+        match took one of them at this timestamp."""
+        return all(unit not in step.consumed or step.takers.get(unit) == held for unit in units)
+
+    @staticmethod
+    def _move_on(state: NfaState, moved: set[frozenset[Unit]]) -> None:
+        """The partial matches that took an input at this timestamp no longer wait where
+        they did, in any state (their runs there that took it are already gone)."""
+        for state_id, runs in list(state.runs.items()):
+            kept = [run for run in runs if frozenset(run.units or ()) not in moved]
+            if len(kept) < len(runs):
+                state.runs[state_id] = kept
 
     def _sharing(self, spec: State, runs: list[Run]) -> bool:
         """Share outcomes between this state's runs (see `_Outcomes`)? Only
@@ -571,8 +636,7 @@ class Runtime:
         """Matches with anti-joins, once the whole timestamp is in: an optional
         side ending at this very timestamp (EQUALSOPTIONAL) counts too. A match
         with an open anti-join (NO_TAIL) waits in `pending` for `settle`."""
-        # Inner auxiliary patterns first: their solutions are what outer anti-joins read.
-        order = sorted(step.deferred, key=lambda d: -1 if d[0].records is None else -d[0].records)
+        order = sorted(step.deferred, key=_resolution_order)
         for interval, match, spans in order:
             assert spans is not None
             closed = [anti for anti in interval.anti if not anti.relation.open]
@@ -628,8 +692,42 @@ class Runtime:
             found = self._conditions[anti] = timed_predicate(anti.condition)
         return found
 
+    def _preference(self, events: Seq[int]) -> tuple[int, ...]:
+        """Sorts inputs the policy prefers first: the earliest (chronological) or the
+        latest (recent), compared from the earliest or the latest one on."""
+        if self._recent:
+            return tuple(-event for event in sorted(events, reverse=True))
+        return tuple(sorted(events))
+
+    def _offer_order(self, cand: _Candidate) -> tuple[object, ...]:
+        """The order a state's runs are offered a timestamp's candidates in: by arrival of
+        their inputs of this timestamp, then (join groups) by the policy's preference among
+        the earlier inputs they join."""
+        if not cand.earlier:
+            return cand.events, (), sorted(cand.mapping.items())
+        now = tuple(event for event in cand.events if event not in cand.earlier)
+        return now, self._preference(cand.earlier), sorted(cand.mapping.items())
+
+    def _select_matches(self, step: _Step) -> None:
+        """A timestamp's matches share no input (RSEP-QL §4.4: an input is used once): where
+        they would (several joins of a join group, or runs holding one earlier input), the
+        policy's preferred one (`_preference`) is reported."""
+        if len(step.matches) < 2:
+            return
+        ranked = sorted(step.matches.items(), key=lambda item: self._preference(item[1].events))
+        used: set[Unit] = set()
+        kept: set[tuple[object, ...]] = set()
+        for key, match in ranked:
+            units = step.units.get(id(match), ())
+            if used.isdisjoint(units):
+                used.update(units)
+                kept.add(key)
+        if len(kept) < len(step.matches):
+            step.matches = {key: match for key, match in step.matches.items() if key in kept}
+
     def _consume(self, state: NfaState, step: _Step) -> None:
-        """Inputs of a reported match are used up: no run may still hold them."""
+        """Inputs of a reported match are used up: no run may still hold them, and no join
+        group may still join them."""
         used = {unit for match in step.matches.values() for unit in step.units.get(id(match), ())}
         for state_id, runs in list(state.runs.items()):
             kept = [run for run in runs if used.isdisjoint(run.units or ())]
@@ -637,6 +735,15 @@ class Runtime:
                 state.runs[state_id] = kept
             else:
                 del state.runs[state_id]
+        events = {unit[0] for unit in used}
+        for memory, occurrences in list(state.joins.items()):
+            operands = self._join_atoms[memory].operands
+            if any(
+                o[1] in events and self._unit(operands[o[0]].gpm, o[1], o[2]) in used for o in occurrences
+            ):
+                state.joins[memory] = [
+                    o for o in occurrences if self._unit(operands[o[0]].gpm, o[1], o[2]) not in used
+                ]
 
     # ------------------------------------------------------------------ atoms
 
@@ -672,22 +779,36 @@ class Runtime:
         self, atom: JoinAtom, group: Group, cache: dict[Atom, list[_Candidate]]
     ) -> list[_Candidate]:
         """The joins of a join group completed at this group; its occurrences here are
-        then remembered (join groups have no residual filters nor consuming policies)."""
+        then remembered (join groups have no residual filters)."""
         assert isinstance(cache, _Cache)
-        fresh = [
+        rows = [
             [(c.events[0], c.mapping, c.begins[0]) for c in self._matches(op, group, cache)]
             for op in atom.operands
         ]
+        fresh = fresh_occurrences(rows, group.time)
         joins = cache.state.joins
-        if atom.windowed and self.within is not None and atom.memory in joins:  # as runs expire (`_alive`)
-            horizon = group.time - self.within
-            joins[atom.memory] = [occ for occ in joins[atom.memory] if occ[3] >= horizon]
+        memory = joins.get(atom.memory) or []
+        horizon = None
+        if atom.windowed and self.within is not None and memory:  # as runs expire (`_alive`)
+            memory, stale = expire(memory, group.time - self.within)
+            joins[atom.memory] = memory
+            horizon = group.time - self.within if stale else None
         found = [
-            _Candidate(events, mapping, (), frozenset(), (), (start,))
-            for events, mapping, start in new_joins(atom, joins.get(atom.memory, ()), fresh)
+            self._join_candidate(atom, taken, mapping, start, group.time)
+            for taken, mapping, start in new_joins(atom, memory, fresh, self._occurrences, horizon)
         ]
-        remember_rows(atom, joins, fresh, group.time)
+        remember_rows(atom, joins, fresh)
         return found
+
+    def _join_candidate(
+        self, atom: JoinAtom, taken: Seq[Occurrence], mapping: Mapping_, start: float, time: float
+    ) -> _Candidate:
+        events = joined_events(taken, time)
+        if not self._selective:
+            return _Candidate(events, mapping, (), frozenset(), (), (start,))
+        units = tuple(self._unit(atom.operands[o[0]].gpm, o[1], o[2]) for o in taken)
+        earlier = tuple(sorted(o[1] for o in taken if o[4] != time))
+        return _Candidate(events, mapping, (), frozenset(), units, (start,), earlier)
 
     def _unit(self, gpm: int, event: int, mapping: Mapping[str, str]) -> Unit:
         """The input a GPM row stands for: the triple it matched, or the event."""
@@ -760,7 +881,15 @@ def _conj(a: _Candidate, b: _Candidate) -> _Candidate | None:
     else:
         events = a.events + tuple(e for e in b.events if e not in a.events)
     reads = None if a.pending_reads is None or b.pending_reads is None else a.pending_reads | b.pending_reads
-    return _Candidate(events, joined, a.pending + b.pending, reads, a.units + b.units, a.begins + b.begins)
+    return _Candidate(
+        events,
+        joined,
+        a.pending + b.pending,
+        reads,
+        a.units + b.units,
+        a.begins + b.begins,
+        a.earlier + b.earlier,
+    )
 
 
 _IMPURE = frozenset({"RAND", "NOW", "UUID", "STRUUID", "BNODE"})
@@ -795,6 +924,15 @@ def _only(mapping: Mapping_, names: frozenset[str]) -> Mapping_:
 
 def _without(mapping: Mapping_, names: frozenset[str]) -> Mapping_:
     return {k: v for k, v in mapping.items() if k not in names} if names else mapping
+
+
+def _resolution_order(deferred: tuple[IntervalSpec, Match, Spans | None]) -> float:
+    """Auxiliary patterns by descending index, the main pattern last: an anti-join only
+    reads auxiliaries numbered after the pattern holding it (`_Context.auxiliary` reserves
+    an index before compiling what it holds), so each one's solutions of this timestamp
+    are remembered before any anti-join that reads them is decided."""
+    records = deferred[0].records
+    return float("inf") if records is None else -records
 
 
 def _run_age(run: Run) -> tuple[int, ...]:

@@ -4,22 +4,39 @@ Runs share their partial matches through linked lists (`Run.path`); pickle
 would follow them recursively (and fail on long Kleene+ runs), so paths are
 flattened into one table of (events, parent index) rows shared by all runs.
 Every engine checkpoints through this module, so the state format changes in
-one place (`VERSION`). Version 4 added the occurrences join groups remember
-(`NfaState.joins`); a version 3 checkpoint reads as one with none remembered.
+one place (`VERSION`).
+
+A state only means something to the automaton it was made by: runs name its
+states, intervals its parts, remembered solutions its auxiliary patterns. So a
+checkpoint carries the automaton's `fingerprint`, and one read for another
+automaton (rsep compiles the query differently since it was written), or
+written before fingerprints (formats 3 and 4), is refused with `StateMismatch`:
+the engines then replay the query from its registration instead of resuming.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
+from dataclasses import fields, is_dataclass
+from enum import Enum
 from typing import Any
 
+from rsep.plugin.nfa.automaton import Automaton
 from rsep.plugin.nfa.runtime import NfaState, Path, Run
 
-VERSION = 4
-_READABLE = (3, 4)
+VERSION = 5
+_READABLE = (3, 4, 5)
+"""Formats decoded when no automaton is given (in-memory copies, inspection)."""
 
 
-def encode(states: Mapping[Any, NfaState]) -> tuple[object, ...]:
+class StateMismatch(ValueError):
+    """A saved NFA state that the automaton at hand cannot continue."""
+
+
+def encode(states: Mapping[Any, NfaState], automaton: Automaton | None = None) -> tuple[object, ...]:
+    """`states` as data; with `automaton`, stamped with its fingerprint (checkpoints)."""
     table: list[tuple[tuple[int, ...], int]] = []
     index: dict[int, int] = {}
 
@@ -48,13 +65,24 @@ def encode(states: Mapping[Any, NfaState]) -> tuple[object, ...]:
         )
         for key, nfa in states.items()
     ]
-    return (VERSION, table, encoded)
+    stamp = None if automaton is None else fingerprint(automaton)
+    return (VERSION, stamp, table, encoded)
 
 
-def decode(data: tuple[Any, ...]) -> dict[Any, NfaState]:
-    version, table, encoded = data
+def decode(data: tuple[Any, ...], automaton: Automaton | None = None) -> dict[Any, NfaState]:
+    """The states `encode` saved. With `automaton`, only if they were saved for it
+    (`StateMismatch` otherwise)."""
+    version = data[0]
     if version not in _READABLE:
-        raise ValueError(f"NFA state format {version} is not {VERSION}: delete the old checkpoints")
+        raise StateMismatch(f"NFA state format {version} is not {VERSION}: delete the old checkpoints")
+    stamp, table, encoded = data[1:] if version >= 5 else (None, *data[1:])
+    if automaton is not None and stamp != fingerprint(automaton):
+        raise StateMismatch(
+            "the NFA state was saved for another automaton (rsep compiles this query differently "
+            "since the checkpoint was written)"
+            if stamp is not None
+            else f"the NFA state (format {version}) does not say which automaton it was saved for"
+        )
     nodes: list[Any] = []
     for events, parent in table:
         nodes.append((events, None if parent < 0 else nodes[parent]))
@@ -68,3 +96,36 @@ def decode(data: tuple[Any, ...]) -> dict[Any, NfaState]:
             ]
         states[key] = nfa
     return states
+
+
+_FINGERPRINTS: dict[int, tuple[Automaton, str]] = {}
+
+
+def fingerprint(automaton: Automaton) -> str:
+    """A digest of everything the automaton is made of (states, atoms, interval
+    specifications, filters, window, policy), the same in every process (sets are
+    sorted, so string hashing does not show). Cached per automaton object: engines
+    decode a state per key and batch."""
+    found = _FINGERPRINTS.get(id(automaton))
+    if found is None or found[0] is not automaton:
+        if len(_FINGERPRINTS) >= 256:
+            _FINGERPRINTS.clear()
+        text = json.dumps(_canonical(automaton), separators=(",", ":"))
+        found = _FINGERPRINTS[id(automaton)] = (automaton, hashlib.sha256(text.encode()).hexdigest())
+    return found[1]
+
+
+def _canonical(value: object) -> object:
+    if isinstance(value, Enum):
+        return [type(value).__name__, _canonical(value.value)]
+    if is_dataclass(value) and not isinstance(value, type):
+        return [type(value).__name__, *(_canonical(getattr(value, f.name)) for f in fields(value))]
+    if isinstance(value, (frozenset, set)):
+        return sorted((_canonical(item) for item in value), key=json.dumps)
+    if isinstance(value, (tuple, list)):
+        return [_canonical(item) for item in value]
+    if isinstance(value, dict):
+        return sorted(([_canonical(k), _canonical(v)] for k, v in value.items()), key=json.dumps)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return repr(value)

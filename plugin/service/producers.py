@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from itertools import groupby
 
+from rsep.plugin.algebra.events import ConstructForm, RegistrationKind
 from rsep.plugin.compile.plan import QueryPlan
 from rsep.plugin.events import GraphEvent
 from rsep.plugin.log import EventLog, LogRecord
@@ -74,6 +75,23 @@ class Appended:
 def produced_stream(plan: QueryPlan | WindowPlan) -> str | None:
     """The stream a compiled query produces: a C-SPARQL `REGISTER STREAM <iri> AS CONSTRUCT`."""
     return plan.query.produced_stream if isinstance(plan, WindowPlan) else None
+
+
+def registration_warnings(plan: QueryPlan | WindowPlan) -> tuple[str, ...]:
+    """Why a `REGISTER STREAM` query produces no stream, when it does not: it still registers
+    (its evaluations are written as graphs, as any window query's), but whoever wrote it meant
+    other queries to read its output."""
+    registration = plan.query.registration
+    if registration is None or registration.kind is not RegistrationKind.STREAM or produced_stream(plan):
+        return ()
+    only = "so the query only writes its evaluation graphs (no event of any stream)"
+    if not isinstance(plan.query.form, ConstructForm):
+        name = registration.name if registration.stream is None else f"<{registration.stream}>"
+        return (f"REGISTER STREAM {name} AS a SELECT or ASK produces no stream: only a "
+                f"CONSTRUCT's evaluations become a stream's events, {only}",)  # fmt: skip
+    return (f"REGISTER STREAM {registration.name} names no stream: a name that is not an absolute IRI "
+            f"stays a relative IRI here (it precedes the query's BASE), {only}; write REGISTER STREAM "
+            "<http://...> AS to produce a stream other queries read",)  # fmt: skip
 
 
 @dataclass(slots=True)

@@ -36,6 +36,7 @@ from rsep.plugin.compile.plan import QueryPlan
 from rsep.plugin.events import GraphEvent, Timestamp
 from rsep.plugin.log import LogRecord
 from rsep.plugin.nfa import snapshot
+from rsep.plugin.nfa.automaton import Automaton
 from rsep.plugin.nfa.runtime import Match, NfaState, Runtime
 from rsep.plugin.replay import GpmEvaluatorLike, Key, NumberedEvent, groups_by_key
 from rsep.plugin.results import Projector
@@ -107,8 +108,10 @@ class QueryRunner:
         snapshot: bytes | None,
         clock: Callable[[], str] | None = None,
     ) -> QueryRunner:
-        """A runner from a checkpoint's payload, or from the query's start."""
-        state = load_state(snapshot) if snapshot is not None else None
+        """A runner from a checkpoint's payload, or from the query's start. A payload
+        saved for another automaton raises `StateMismatch` (the engines then replay the
+        query from its start)."""
+        state = load_state(snapshot, plan.automaton) if snapshot is not None else None
         return cls(query, plan, evaluator, state, clock)
 
     @property
@@ -116,7 +119,7 @@ class QueryRunner:
         return self.state.position
 
     def snapshot(self) -> bytes:
-        return dump_state(self.state)
+        return dump_state(self.state, self.plan.automaton)
 
     def created(self, count: int) -> None:
         """Count graphs the sink actually created (replays create none)."""
@@ -295,17 +298,20 @@ def _path_events(states: Iterable[NfaState]) -> set[int]:
 # ---------------------------------------------------------------------- snapshots
 
 
-def dump_state(state: RunnerState) -> bytes:
-    """RunnerState as bytes; the NFA states go through `rsep.plugin.nfa.snapshot`."""
+def dump_state(state: RunnerState, automaton: Automaton | None = None) -> bytes:
+    """RunnerState as bytes; the NFA states go through `rsep.plugin.nfa.snapshot`, stamped
+    with the automaton they belong to."""
     scalars = {f.name: getattr(state, f.name) for f in fields(RunnerState) if f.name != "states"}
-    payload = (SNAPSHOT_VERSION, scalars, snapshot.encode(state.states))
+    payload = (SNAPSHOT_VERSION, scalars, snapshot.encode(state.states, automaton))
     return pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def load_state(data: bytes) -> RunnerState:
+def load_state(data: bytes, automaton: Automaton | None = None) -> RunnerState:
+    """The RunnerState `dump_state` saved; with `automaton`, only if its NFA states were
+    saved for that automaton (`snapshot.StateMismatch` otherwise)."""
     version, scalars, states = pickle.loads(data)
     if version != SNAPSHOT_VERSION:
         raise ValueError(f"checkpoint format {version} is not {SNAPSHOT_VERSION}")
     state = RunnerState(**scalars)
-    state.states.update(snapshot.decode(states))
+    state.states.update(snapshot.decode(states, automaton))
     return state

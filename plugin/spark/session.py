@@ -13,6 +13,7 @@ import hashlib
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -39,6 +40,10 @@ logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = error
 logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
 logger.gateway.level = error
+# A context that fails to start logs its exception with the stack trace, and the exception
+# reaches rsep, which reports it in one line: off until the context runs (`get_session`).
+logger.context.name = org.apache.spark.SparkContext
+logger.context.level = off
 """
 
 _JAVA_OPTIONS = "spark.driver.extraJavaOptions"
@@ -53,7 +58,12 @@ class SparkUnavailable(RuntimeError):
     before the JVM is launched, which would otherwise print its own stack trace and fail."""
 
 
-_LOCAL = re.compile(r"local(?:\[(\*|\d+)(?:,\d+)?\])?$")
+_LOCAL = re.compile(r"local(?:\[(\*|\d+)(?:\s*,\s*\d+)?\])?$")
+_LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]$")
+"""Spark's own forms of local masters (SparkMasterRegex): local, local[N], local[*], local[N,F],
+and the test cluster local-cluster[workers,cores,memory]."""
+_JAVA_VERSION = re.compile(r'version "(\d+)(?:\.(\d+))?')
+_MIN_JAVA = 17
 
 
 def get_session(
@@ -86,6 +96,8 @@ def get_session(
         builder = builder.config(name, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    if starting:
+        _log_errors_of("org.apache.spark.SparkContext", session)
     if cache is not None:
         cache.started(_jvm_pid(session))
     return session
@@ -93,18 +105,77 @@ def get_session(
 
 def check_startable(master: str) -> None:
     """Fail fast, in one sentence, where starting Spark on `master` cannot work."""
-    if not master.strip().startswith(_MASTER_PREFIXES):
+    if not _accepted(master.strip()):
         raise SparkUnavailable(
-            f"Spark master {master!r} is not one Spark accepts (local[N], spark://HOST:PORT, yarn, k8s://URL)"
+            f"Spark master {master!r} is not one Spark accepts (local, local[N], local[*], local[N,F], "
+            "spark://HOST:PORT, yarn, k8s://URL)"
         )
     home = os.environ.get("JAVA_HOME")
     if home:  # what pyspark's launcher (bin/spark-class) runs
-        if not os.access(Path(home) / "bin" / "java", os.X_OK):
+        java = Path(home) / "bin" / "java"
+        if not os.access(java, os.X_OK):
             raise SparkUnavailable(
                 f"JAVA_HOME is {home}, which has no bin/java: Spark needs Java 17 or later"
             )
-    elif shutil.which("java") is None:
+        _check_java(str(java), f"JAVA_HOME is {home}, whose bin/java")
+        return
+    found = shutil.which("java")
+    if found is None:
         raise SparkUnavailable("Spark needs Java 17 or later: JAVA_HOME is not set and java is not on PATH")
+    _check_java(found, f"the java on PATH ({found})")
+
+
+def _accepted(master: str) -> bool:
+    """SparkSubmit's rule, and Spark's own forms for local masters (a bad one fails in the JVM)."""
+    if master.startswith("local"):
+        return bool(_LOCAL.match(master) or _LOCAL_CLUSTER.match(master))
+    return master.startswith(_MASTER_PREFIXES)
+
+
+def _check_java(java: str, described: str) -> None:
+    """Run `java -version` (tens of milliseconds): a java that fails or is too old would make
+    the launcher print its own lines before pyspark's one-line error."""
+    needs = f"Spark needs Java {_MIN_JAVA} or later"
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise SparkUnavailable(f"{described} does not run ({error}): {needs}") from None
+    said = (done.stderr + done.stdout).strip()
+    if done.returncode != 0:
+        first = said.splitlines()[0] if said else "no output"
+        raise SparkUnavailable(f"{described} fails (exit {done.returncode}: {first}): {needs}")
+    major = _java_major(said)
+    if major is not None and major < _MIN_JAVA:
+        raise SparkUnavailable(f"{described} is Java {major}: {needs}")
+
+
+def _java_major(version_text: str) -> int | None:
+    """17 of `openjdk version "17.0.9"`, 8 of `java version "1.8.0_392"`."""
+    found = _JAVA_VERSION.search(version_text)
+    if found is None:
+        return None
+    return int(found.group(2) or 0) if found.group(1) == "1" else int(found.group(1))
+
+
+def failure_message(error: BaseException) -> str:
+    """What Spark says went wrong, in one line: the Java exception's own message where py4j
+    carries one (py4j's is `An error occurred while calling ...`, the cause on later lines)."""
+    java: Any = getattr(error, "java_exception", None)
+    message = None
+    if java is not None:
+        try:
+            message = java.getMessage() or java.toString()
+        except Py4JError:  # the JVM is gone
+            message = None
+    text = str(message or error).strip()
+    return " ".join(text.split("\n")[0].split()) or type(error).__name__
+
+
+def _log_errors_of(logger: str, session: SparkSession) -> None:
+    """Let `logger` log errors again (the log4j configuration keeps it off while Spark starts)."""
+    jvm: Any = session.sparkContext._jvm
+    log4j = jvm.org.apache.logging.log4j
+    log4j.core.config.Configurator.setLevel(logger, log4j.Level.ERROR)
 
 
 def stop_session() -> None:

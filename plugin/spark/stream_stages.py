@@ -309,7 +309,7 @@ class KeyedNfa:
         if key[0] == CLOCK_KEY:
             yield batch_frame([f for f in frames if len(f)])
             return
-        state = load_state(group.get[0]) if group.exists else RunnerState(position=0)
+        state = load_state(group.get[0], self.automaton) if group.exists else RunnerState(position=0)
         if group.hasTimedOut:
             matches = self.on_timeout(state, group.getCurrentWatermarkMs())
         else:
@@ -317,7 +317,7 @@ class KeyedNfa:
         out = match_frame(matches, state.events)
         prune(state)
         if state.states or state.pending:
-            group.update((dump_state(state),))
+            group.update((dump_state(state, self.automaton),))
             timeout = self.timeout(state)
             if timeout is not None:
                 group.setTimeoutTimestamp(max(timeout, group.getCurrentWatermarkMs() + 1))

@@ -79,6 +79,7 @@ from rsep.plugin.compile.plan import QueryPlan
 from rsep.plugin.events import Timestamp
 from rsep.plugin.log import EventLog, LogRecord
 from rsep.plugin.nfa.runtime import Match
+from rsep.plugin.nfa.snapshot import fingerprint
 from rsep.plugin.results import Projector
 from rsep.plugin.service.checkpoint import CheckpointStore
 from rsep.plugin.service.engine import FAILED, RUNNING, WAITING, MatchSink, QueryCompiler, QueryProgress
@@ -549,6 +550,12 @@ class SparkStreamingEngine:
             slot.plan = self.compiler(query)
             _project(slot, slot.plan)
             restored = _restore(self.checkpoints.load(query.id))
+            if restored is not None and restored.get("automaton") != fingerprint(slot.plan.automaton):
+                # Spark's state store holds NFA states of another automaton (rsep compiles the
+                # query differently now), which no key could continue: replay from the start
+                logger.warning("query %s: checkpoint of another automaton, replaying it", query.id)
+                self.checkpoints.remove(query.id)
+                restored = None
             if restored is not None:
                 slot.position, slot.events = restored["position"], restored["events"]
                 slot.seen = set(restored.get("seen") or ())
@@ -666,8 +673,10 @@ def _outputs(rows: list[dict[str, Any]]) -> tuple[list[tuple[Match, list[EventRe
 
 def _driver_payload(slot: _Slot, batch_id: int) -> bytes:
     numbered = slot.projector.slice.numbered if slot.projector is not None else None
+    assert slot.plan is not None
     data = {
         "batch": batch_id,
+        "automaton": fingerprint(slot.plan.automaton),
         "position": slot.position,
         "events": slot.events,
         "seen": slot.seen or None,

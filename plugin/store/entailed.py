@@ -6,10 +6,14 @@ keeps the derived triples that are not stored in a hidden graph beside each wind
 the rewritten patterns read too (rsep.plugin.compile.entailment.entail_window_pattern).
 
 The schema is read once per knowledge-base version (`SchemaClosure`, what a SPARQL Update costs
-the next evaluation), each distinct triple is derived once per version, and each evaluation
-changes a hidden graph by its difference with the previous evaluation, as the window graphs are
-changed: reasoning costs a few dictionary probes per triple entering a window, not a pass over
-the schema per evaluation (bench/bench_entailment.py, the window case).
+the next evaluation) and closed per term on demand. The hidden graph is maintained by the
+triples entering and leaving the window (`EntailedGraph.update`): a triple's derivations are
+computed when it enters and counted per derived triple (its *support*), and given back when it
+leaves, so a derived triple stays while another window triple or the static data still derive
+it. Per evaluation, reasoning costs a set difference between the window and the previous one (the
+window graphs are updated by the same difference) plus, per triple entering or leaving, its few
+derivations; nothing is kept for a triple after it has left every window (bench/bench_entailment.py,
+the window case).
 """
 
 from __future__ import annotations
@@ -24,12 +28,14 @@ from rsep.plugin.compile.entailment import DOMAIN, RANGE, SCHEMA_PREDICATES, SUB
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple
 _TYPE = ox.NamedNode(RDF_TYPE)
+_NOTHING: frozenset[Term] = frozenset()
 
 
 class SchemaClosure:
     """The RDFS schema of a knowledge base's default graph, closed on demand: per class its
     superclasses, per property its superproperties and the classes its uses give to the subject
-    (domain) and object (range). Schema triples about rdf:type itself are not read."""
+    (domain) and object (range). Schema triples about rdf:type itself are not read. Only terms
+    the schema mentions are cached, so the caches are bounded by the schema, not by the stream."""
 
     def __init__(self, store: ox.Store) -> None:
         self._edges: dict[str, dict[Term, list[Term]]] = {p: defaultdict(list) for p in SCHEMA_PREDICATES}
@@ -39,15 +45,11 @@ class SchemaClosure:
                     edges[quad.subject].append(quad.object)
         self._reached: dict[tuple[str, Term], frozenset[Term]] = {}
         self._typed: dict[tuple[str, Term], frozenset[Term]] = {}
-        self._derived: dict[ox.Triple, frozenset[ox.Triple]] = {}
 
     def derive(self, triple: ox.Triple) -> frozenset[ox.Triple]:
         """Every triple RDFS derives from `triple` with the schema (rdfs2, rdfs3, rdfs5, rdfs7,
         rdfs9, rdfs11 to a fixpoint), without `triple` itself."""
-        found = self._derived.get(triple)
-        if found is None:
-            found = self._derived[triple] = frozenset(self._derive(triple)) - {triple}
-        return found
+        return frozenset(self._derive(triple)) - {triple}
 
     def _derive(self, triple: ox.Triple) -> Iterable[ox.Triple]:
         s, p, o = triple.subject, triple.predicate, triple.object
@@ -66,10 +68,12 @@ class SchemaClosure:
 
     def _reach(self, predicate: str, start: Term) -> frozenset[Term]:
         """The terms `start` reaches in one or more `predicate` steps (a cycle reaches itself)."""
+        edges = self._edges[predicate]
+        if start not in edges:
+            return _NOTHING
         key = (predicate, start)
         found = self._reached.get(key)
         if found is None:
-            edges = self._edges[predicate]
             seen: set[Term] = set()
             todo = list(edges.get(start, ()))
             while todo:
@@ -83,6 +87,8 @@ class SchemaClosure:
     def _classes(self, predicate: str, prop: Term) -> frozenset[Term]:
         """The classes `predicate` (domain or range) of `prop` or of a superproperty gives, with
         their superclasses: `prop rdfs:subPropertyOf*/predicate/rdfs:subClassOf* ?class`."""
+        if prop not in self._edges[SUBPROPERTY_OF] and prop not in self._edges[predicate]:
+            return _NOTHING
         key = (predicate, prop)
         found = self._typed.get(key)
         if found is None:
@@ -98,33 +104,71 @@ class SchemaClosure:
 
 class EntailedGraph:
     """The hidden graph beside one window graph: what RDFS derives from the window, and for
-    C-SPARQL's merged graph from the static graphs too, that is not stored. `static` (derived from
-    the static graphs, not in them) is loaded once per knowledge-base version; `update` brings the
-    rest to a window's content."""
+    C-SPARQL's merged graph from the static graphs too, minus what is stored (the window and, by
+    `is_static`, the static graphs). `static` (derived from the static graphs, not in them) is
+    loaded once per knowledge-base version; `update` follows the window."""
 
-    def __init__(self, graph: ox.NamedNode, static: frozenset[ox.Triple] = frozenset()) -> None:
+    def __init__(
+        self,
+        graph: ox.NamedNode,
+        closure: SchemaClosure,
+        static: frozenset[ox.Triple] = frozenset(),
+        is_static: Callable[[ox.Triple], bool] = lambda _: False,
+    ) -> None:
         self.graph = graph
+        self.closure = closure
         self.static = static
-        self._shadowed: set[ox.Triple] = set()
-        """Triples of `static` stored in the window now (not loaded: the window holds them)."""
-        self._extra: set[ox.Triple] = set()
-        """Triples derived from the window only."""
+        self.is_static = is_static
+        self._window: dict[ox.Triple, frozenset[ox.Triple]] = {}
+        """The window's triples, each with what it derives."""
+        self._support: dict[ox.Triple, int] = {}
+        """Per derived triple, how many of the window's triples derive it."""
+        self._held: set[ox.Triple] = set(static)
+        """What the hidden graph holds now."""
 
     def initial(self) -> list[ox.Quad]:
         return [self._quad(t) for t in self.static]
 
-    def update(
-        self, window: set[ox.Triple], closure: SchemaClosure, is_static: Callable[[ox.Triple], bool]
-    ) -> tuple[list[ox.Quad], list[ox.Quad]]:
-        """The quads to remove and to add so that the graph holds what `window` (the window
-        graph's triples) and the static graphs derive, minus what is stored."""
-        derived: set[ox.Triple] = set().union(*(closure.derive(t) for t in window))
-        shadowed = {t for t in window if t in self.static}
-        extra = {t for t in derived - window - self.static if not is_static(t)}
-        removed = (shadowed - self._shadowed) | (self._extra - extra)
-        added = (self._shadowed - shadowed) | (extra - self._extra)
-        self._shadowed, self._extra = shadowed, extra
+    def update(self, window: set[ox.Triple]) -> tuple[list[ox.Quad], list[ox.Quad]]:
+        """The quads to remove and to add so that the graph follows `window` (the window graph's
+        triples now). Only the triples entering or leaving the window, and what they derive, can
+        change the graph: a derived triple is held while one window triple or the static data
+        derives it, and the window does not hold it."""
+        leaving = self._window.keys() - window
+        entering = window.difference(self._window)
+        touched = leaving | entering
+        support = self._support
+        for triple in leaving:
+            derived = self._window.pop(triple)
+            for found in derived:
+                count = support[found] - 1
+                if count:
+                    support[found] = count
+                else:
+                    del support[found]
+            touched |= derived
+        for triple in entering:
+            derived = self._window[triple] = self.closure.derive(triple)
+            for found in derived:
+                support[found] = support.get(found, 0) + 1
+            touched |= derived
+        removed: list[ox.Triple] = []
+        added: list[ox.Triple] = []
+        for triple in touched:
+            holds = self._holds(triple)
+            if holds != (triple in self._held):
+                (added if holds else removed).append(triple)
+        self._held.difference_update(removed)
+        self._held.update(added)
         return [self._quad(t) for t in removed], [self._quad(t) for t in added]
+
+    def _holds(self, triple: ox.Triple) -> bool:
+        """Should the graph hold `triple`: entailed and not stored?"""
+        if triple in self._window:
+            return False
+        if triple in self.static:
+            return True
+        return triple in self._support and not self.is_static(triple)
 
     def _quad(self, triple: ox.Triple) -> ox.Quad:
         return ox.Quad(triple.subject, triple.predicate, triple.object, self.graph)

@@ -8,7 +8,13 @@ so writing a match twice (a batch replayed after a crash) creates nothing.
 "Already written" is read from the graph's metadata (`G a rsep:Match` in
 `urn:rsep:matches`, written in the same transaction as its content), not from
 the graph's quads: a CONSTRUCT match whose template instantiates to nothing
-has none. Such a graph is still created as an empty named graph.
+has none. Such a graph is still created as an empty named graph, which
+`Store.extend` cannot do (it adds quads) and pyoxigraph offers no other
+transaction for: a batch's empty graphs and their metadata go in one SPARQL
+update (`CREATE GRAPH`s and an `INSERT DATA`, one transaction) just before the
+batch's `extend`. Readers never see a match graph without its metadata; a
+crash between the two leaves the empty graphs written and the rest to the
+replay.
 """
 
 from __future__ import annotations
@@ -49,9 +55,11 @@ class OxigraphMatchSink:
                 return []
             quads = list(ox.parse("".join(graph.nquads() for graph in fresh.values()), ox.RdfFormat.N_QUADS))
             named = {quad.graph_name for quad in quads}
-            for name in (ox.NamedNode(iri) for iri in fresh):
-                if name not in named:
-                    store.add_graph(name)  # an empty graph, before the metadata that makes it "written"
+            empty = {name for name in map(ox.NamedNode, fresh) if name not in named}
+            if empty:
+                metadata = [q for q in quads if q.graph_name == _MATCHES and q.subject in empty]
+                _create_empty_graphs(store, empty, metadata)
+                quads = [q for q in quads if not (q.graph_name == _MATCHES and q.subject in empty)]
             store.extend(quads)
         self.kb.touch(default_graph=False)
         return list(fresh.values())
@@ -83,3 +91,12 @@ class OxigraphMatchSink:
         if names:
             self.kb.touch(default_graph=False)
         return len(names)
+
+
+def _create_empty_graphs(store: ox.Store, graphs: set[ox.NamedNode], metadata: list[ox.Quad]) -> None:
+    """Empty named graphs and their metadata in one transaction (a SPARQL update is one). The
+    metadata holds no blank node (events named by one are cited as `urn:rsep:event:<position>`),
+    which INSERT DATA would rename; its N-Triples text is pyoxigraph's."""
+    triples = (ox.serialize([q.triple for q in metadata], format=ox.RdfFormat.N_TRIPLES) or b"").decode()
+    creates = "".join(f"CREATE SILENT GRAPH {graph} ;\n" for graph in sorted(graphs, key=str))
+    store.update(f"{creates}INSERT DATA {{ GRAPH {_MATCHES} {{\n{triples}}} }}")

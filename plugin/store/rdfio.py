@@ -9,6 +9,7 @@ two HTTP requests) never share one by accident.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -154,21 +155,36 @@ def _read_timestamp(
     stamps[key] = stamp
 
 
-class _BlankNodeScope:
-    """Renames blank nodes of one document with a fixed prefix (deterministic,
-    unlike random renaming, so outputs are reproducible)."""
+_UNLABELLED = re.compile(r"[a-f][0-9a-f]{15,31}")
+"""How Oxigraph (0.5) names a blank node the document writes without a label (`[ ... ]`, a
+collection): a random 128-bit number in hex that starts with a letter, new on every parse."""
 
-    def __init__(self, scope: str) -> None:
+
+class _BlankNodeScope:
+    """Renames the blank nodes of one document with a fixed prefix: `_:b1` becomes
+    `_:<prefix>xb1` (unless `keep_labels`), and an unlabelled one `_:<prefix>a<n>`, numbered in
+    the order the document writes them, so the same document gives the same names on every run
+    (the parser's names for unlabelled nodes are random)."""
+
+    def __init__(self, scope: str, keep_labels: bool = False) -> None:
         self.prefix = re.sub(r"[^A-Za-z0-9]", "", scope) or "d"
+        self.keep_labels = keep_labels
         self.cache: dict[str, ox.BlankNode] = {}
+        self.unlabelled = 0
 
     def term(self, term: object) -> object:
         if isinstance(term, ox.BlankNode):
             renamed = self.cache.get(term.value)
             if renamed is None:
-                renamed = self.cache[term.value] = ox.BlankNode(f"{self.prefix}x{term.value}")
+                renamed = self.cache[term.value] = ox.BlankNode(self._name(term.value))
             return renamed
         return term
+
+    def _name(self, label: str) -> str:
+        if _UNLABELLED.fullmatch(label):
+            self.unlabelled += 1
+            return f"{self.prefix}a{self.unlabelled - 1}"
+        return label if self.keep_labels else f"{self.prefix}x{label}"
 
 
 def _ntriples_line(subject: object, predicate: ox.NamedNode, obj: object) -> str:
@@ -263,10 +279,24 @@ def load_into(store: ox.Store, path: Path, *, graph: str | None = None) -> int:
     except SyntaxError as error:
         line, column = _syntax_position(error)
         raise DataError(str(path), _syntax_message(error), line, column) from None
-    if target is not None:
-        quads = [ox.Quad(q.subject, q.predicate, q.object, target) for q in quads]
-    store.extend(quads)
+    scope = _BlankNodeScope(_kb_scope(path), keep_labels=True)
+    store.extend(
+        ox.Quad(
+            scope.term(q.subject),  # type: ignore[arg-type]
+            q.predicate,
+            scope.term(q.object),  # type: ignore[arg-type]
+            target or scope.term(q.graph_name),  # type: ignore[arg-type]
+        )
+        for q in quads
+    )
     return len(quads)
+
+
+def _kb_scope(path: Path) -> str:
+    """The prefix of a knowledge-base file's unlabelled blank nodes: from its path, so that they
+    are named the same on every run and differ between files (labels are kept: files of one
+    knowledge base may share them)."""
+    return "k" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:10]
 
 
 def batch_nquads(events: Iterable[tuple[int, GraphEvent]], graph_prefix: str) -> str:

@@ -13,9 +13,10 @@ malformed body changes nothing.
 
 from __future__ import annotations
 
+import io
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -195,17 +196,43 @@ def _form(result: ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples) -> Quer
     return "boolean" if isinstance(result, ox.QueryBoolean) else "solutions"
 
 
+_COMPLETE_FORMATS = (ox.RdfFormat.N_TRIPLES, ox.RdfFormat.N_QUADS, ox.RdfFormat.TURTLE, ox.RdfFormat.TRIG)
+"""Graph formats that carry every RDF 1.2 term (triple terms, directional language tags): an error
+while writing them is the evaluation's. (RDF/XML, as pyoxigraph 0.5 writes it, also does, but has
+no specification that says so.)"""
+
+
 def _serialize(result: ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples, media_type: str) -> bytes:
-    """The result as `media_type`. Graphs are evaluated first (evaluation errors), then written
-    (a format that cannot carry them); the results formats carry every term."""
+    """The result as `media_type`, evaluated and written in one pass by pyoxigraph into a buffer
+    (the results formats and the complete graph formats carry every term). For a graph format
+    that may not (JSON-LD: no triple terms), pyoxigraph reports an evaluation error and a term it
+    cannot write alike, so the triples pass through `_watched` to tell them apart."""
+    buffer = io.BytesIO()
     if not isinstance(result, ox.QueryTriples):
-        return result.serialize(format=_results_format(media_type)) or b""
-    triples = list(result)
+        result.serialize(buffer, format=_results_format(media_type))
+        return buffer.getvalue()
+    rdf_format = _rdf_format(media_type)
+    if rdf_format in _COMPLETE_FORMATS:
+        result.serialize(buffer, format=rdf_format)
+        return buffer.getvalue()
+    failed: list[Exception] = []
     try:
-        return ox.serialize(triples, format=_rdf_format(media_type)) or b""
+        ox.serialize(_watched(result, failed), buffer, format=rdf_format)
     except (OSError, ValueError) as error:
+        if failed:
+            raise
         message = f"the result cannot be written as {media_type}: {_one_line(str(error))}"
-    raise UnrepresentableResult(message)
+        raise UnrepresentableResult(message) from None
+    return buffer.getvalue()
+
+
+def _watched(triples: ox.QueryTriples, failed: list[Exception]) -> Iterator[ox.Triple]:
+    """The triples, noting in `failed` an error of their evaluation."""
+    try:
+        yield from triples
+    except Exception as error:
+        failed.append(error)
+        raise
 
 
 _SYNTAX_POSITION = re.compile(r"^error at (\d+):(\d+): ")

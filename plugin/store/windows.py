@@ -21,7 +21,9 @@ changed by difference at each evaluation like the window graphs.
 has one, else its default graph (CityBench's `FROM <http://127.0.0.1:9000/...
 /SensorRepository.rdf>` cannot be fetched: load the file with `--kb`). Every
 named graph of the knowledge base stays visible to `GRAPH <g> { ... }`, except
-the match graphs of continuous queries (`urn:rsep:match...`). The copy is made
+the match graphs of continuous queries (`urn:rsep:match...`); `GRAPH ?g` ranges
+over those only, not over the graphs this store adds (the plan excludes its
+`internal_graphs`). The copy is made
 again when the knowledge base's data changes (a SPARQL Update or Graph Store
 write on the endpoint), before the next evaluation.
 """
@@ -69,6 +71,8 @@ class OxigraphWindows:
         self.kb = kb
         self.variables: list[str] = []
         self._triples: dict[str, ox.Triple] = {}
+        """The lines of this evaluation's windows, parsed (`_triple`)."""
+        self._previous: dict[str, ox.Triple] = {}
         cep = plan.cep.clauses if plan.cep is not None else ()
         self.runners = [ClauseRunner(clause, GpmEvaluator(clause.gpms, kb)) for clause in cep]
         self._build()
@@ -125,14 +129,14 @@ class OxigraphWindows:
         """Under an entailment regime, the hidden graph beside each window graph (rsep.plugin.store.
         entailed), over the schema of this copy of the knowledge base. C-SPARQL's merged default
         graph is entailed as one graph: its hidden graph also holds what the static graphs derive."""
-        self.closure = SchemaClosure(self.store)
+        closure = SchemaClosure(self.store)
         if not self.plan.merged:
-            return [EntailedGraph(ox.NamedNode(entailed_graph(g.value))) for g in self.window_graphs]
+            return [EntailedGraph(ox.NamedNode(entailed_graph(g.value)), closure) for g in self.window_graphs]
         static: frozenset[ox.Triple] = frozenset()
         if self.static is not None:
             quads = self.store.quads_for_pattern(None, None, None, self.static)
-            static = static_entailed(self.closure, quads, self._is_static)
-        graph = EntailedGraph(ox.NamedNode(entailed_graph(MERGED_GRAPH)), static)
+            static = static_entailed(closure, quads, self._is_static)
+        graph = EntailedGraph(ox.NamedNode(entailed_graph(MERGED_GRAPH)), closure, static, self._is_static)
         self.store.extend(graph.initial())
         return [graph]
 
@@ -147,6 +151,7 @@ class OxigraphWindows:
     def evaluate(self, contents: Sequence[Sequence[StreamItem]]) -> Answer:
         if self.kb.lookup_version != self.version:
             self._build()
+        self._previous, self._triples = self._triples, {}
         found: set[Solution] = set()
         if self.runners:  # CQELS-CEP: the windows are the event clauses' input, not graphs
             found = clause_answer(self.runners, window_events([w.name for w in self.plan.windows], contents))
@@ -195,9 +200,8 @@ class OxigraphWindows:
         self._apply(self._loaded - quads, quads - self._loaded)
         self._loaded = quads
         if self.entailed:
-            is_static = self._is_static if self.plan.merged else _never
             for entailed, triples in zip(self.entailed, held, strict=True):
-                self._apply(*entailed.update(triples, self.closure, is_static))
+                self._apply(*entailed.update(triples))
 
     def _apply(self, removed: Iterable[ox.Quad], added: Iterable[ox.Quad]) -> None:
         for quad in removed:
@@ -210,10 +214,15 @@ class OxigraphWindows:
         return ox.Quad(triple.subject, triple.predicate, triple.object, self.static) in self.store
 
     def _triple(self, line: str) -> ox.Triple:
+        """A window's line, parsed once while it stays in a window: the cache keeps the lines of
+        this evaluation and the previous one, never the whole stream."""
         triple = self._triples.get(line)
         if triple is None:
-            quad = next(iter(ox.parse(line, ox.RdfFormat.N_TRIPLES)))
-            triple = self._triples[line] = ox.Triple(quad.subject, quad.predicate, quad.object)
+            triple = self._previous.get(line)
+            if triple is None:
+                quad = next(iter(ox.parse(line, ox.RdfFormat.N_TRIPLES)))
+                triple = ox.Triple(quad.subject, quad.predicate, quad.object)
+            self._triples[line] = triple
         return triple
 
     # ------------------------------------------------------------------ timestamp()
@@ -236,10 +245,6 @@ class OxigraphWindows:
                 latest_in.get(getattr(stream, "value", ""), {}), terms
             ),
         }
-
-
-def _never(_: ox.Triple) -> bool:
-    return False
 
 
 def _is_result(graph: object) -> bool:

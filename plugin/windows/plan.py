@@ -22,7 +22,12 @@ The query is generated from the syntax tree (never by string surgery):
   variables that a plain SELECT also projects; the query text is rebuilt from
   `node` at each evaluation with that evaluation's rows;
 - nested paths `p[q]` become paths over materialised node tests in scratch
-  graphs (rsep.plugin.compile.paths).
+  graphs (rsep.plugin.compile.paths);
+- the graphs the store makes for the plan (`internal_graphs`: window graphs,
+  their entailed graphs, scratch graphs) are named in the query's dataset, so
+  that the query's own GRAPH blocks read them, but a user's `GRAPH ?g { P }`
+  becomes `{ GRAPH ?g { P } FILTER (?g NOT IN (<internal graphs>)) }`: ?g
+  ranges over the knowledge base's named graphs only.
 """
 
 from __future__ import annotations
@@ -49,8 +54,10 @@ from rsep.plugin.algebra.sparql import (
     Aggregate,
     AskQuery,
     ConstructQuery,
+    Filter,
     GraphGraphPattern,
     GroupPattern,
+    In,
     InlineData,
     Node,
     Projection,
@@ -145,6 +152,10 @@ class WindowPlan:
         return self.query.static_graphs
 
     @property
+    def internal_graphs(self) -> tuple[str, ...]:
+        return internal_graphs(self.windows, self.merged, self.query.entailment, self.nested)
+
+    @property
     def ordered(self) -> bool:
         """ORDER BY fixes the order of an evaluation's solutions; otherwise the runtime sorts them."""
         return bool(self.query.modifiers.order_by)
@@ -183,7 +194,7 @@ def plan_windows(query: EventQuery) -> WindowPlan:
     except NestedPathError as error:
         raise WindowPlanError(str(error)) from None
     assert isinstance(compiled, GroupPattern)
-    where = compiled
+    where = _outside_internal_graphs(compiled, internal_graphs(windows, merged, query.entailment, nested))
     if len(where.elements) == 1 and isinstance(where.elements[0], GroupPattern):
         where = where.elements[0]
     intervals = cep is not None and isinstance(query.form, SelectForm) and not _aggregated(query)
@@ -271,6 +282,31 @@ def _entailed(
     except CompileError as error:
         raise WindowPlanError(str(error)) from None
     return entailed
+
+
+def internal_graphs(
+    windows: tuple[WindowSpec, ...], merged: bool, entailment: str | None, nested: tuple[NestedSite, ...]
+) -> tuple[str, ...]:
+    """The graphs the window store makes for a plan: results of the plan, not background
+    knowledge (rsep.plugin.store.windows)."""
+    graphs = [MERGED_GRAPH] if merged else [w.graph for w in windows]
+    if entailment is not None:
+        graphs += [entailed_graph(g) for g in graphs]
+    return (*graphs, STATIC_GRAPH, *(site.graph for site in nested))
+
+
+def _outside_internal_graphs(where: GroupPattern, graphs: tuple[str, ...]) -> GroupPattern:
+    """Every `GRAPH ?g { P }` as `{ GRAPH ?g { P } FILTER (?g NOT IN (graphs)) }` (the plan's own
+    GRAPH blocks name their graph)."""
+    excluded = tuple(IRI(g) for g in graphs)
+
+    def visit(node: Node) -> Node:
+        if isinstance(node, GraphGraphPattern) and isinstance(node.name, Var):
+            return GroupPattern((node, Filter(In(node.name, excluded, negated=True))))
+        return node
+
+    found: GroupPattern = rebuild(where, visit)
+    return found
 
 
 def _check_absolute(query: EventQuery) -> None:

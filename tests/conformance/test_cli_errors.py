@@ -87,6 +87,48 @@ def test_a_partition_variable_not_every_gpm_binds_points_at_that_variable(tmp_pa
     assert_failure(result, rf"{re.escape(str(query))}:3:15: PARTITION BY \?a, \?b: a partition variable .*")
 
 
+@pytest.mark.parametrize(
+    ("trailer", "column", "message"),
+    [
+        ("VALUES ?a { :a1 }", 1, "a trailing VALUES clause does not apply to a SPAseq query"),
+        ("GROUP BY ?a", 1, "GROUP BY does not apply to a SPAseq query: .*"),
+        ("ORDER BY ?a", 1, "ORDER BY does not apply to a SPAseq query: .*"),
+        ("  LIMIT 1", 3, "LIMIT or OFFSET does not apply to a SPAseq query: .*"),
+        ("HAVING (?a != ?b)", 1, "HAVING does not apply to a SPAseq query: .*"),
+    ],
+)
+def test_a_clause_after_the_where_that_spaseq_has_not_points_at_the_clause(
+    tmp_path, capsys, trailer, column, message
+):
+    query = tmp_path / "query.rq"
+    query.write_text(
+        HEAD + "WHERE {\n  SEQ (A; B)\n" + DEFINITIONS + "}\n" + trailer + "\n", encoding="utf-8"
+    )
+    result = run_main(capsys, query)
+    assert_failure(result, rf"{re.escape(str(query))}:9:{column}: {message}")
+
+
+def test_a_query_without_from_stream_points_at_its_select(tmp_path, capsys):
+    query = tmp_path / "query.rq"
+    query.write_text(PREFIXES + "SELECT *\nWHERE {\n  SEQ (A; B)\n" + DEFINITIONS + "}\n", encoding="utf-8")
+    result = run_main(capsys, query)
+    assert_failure(result, rf"{re.escape(str(query))}:2:1: a SPAseq query reads at least one stream: .*")
+
+
+@pytest.mark.parametrize("form", ["ASK", "CONSTRUCT { ?a a :A }", "DESCRIBE ?a"])
+def test_a_query_form_other_than_select_is_named_as_not_spaseq(tmp_path, capsys, form):
+    """SPAseq Def. 4 defines SELECT queries only."""
+    query = tmp_path / "query.rq"
+    query.write_text(
+        HEAD.replace("SELECT *", form) + "WHERE {\n  SEQ (A; B)\n" + DEFINITIONS + "}\n", encoding="utf-8"
+    )
+    result = run_main(capsys, query)
+    keyword = form.split()[0]
+    assert_failure(
+        result, rf"{re.escape(str(query))}:2:1: {keyword} is not a SPAseq query form: .*SPAseq Def\. 4.*"
+    )
+
+
 def test_a_query_file_that_is_not_utf8_names_the_file_and_the_byte(tmp_path, capsys):
     query = tmp_path / "latin1.rq"
     query.write_bytes((HEAD + "# caf\xe9\nWHERE { SEQ (A; B)\n" + DEFINITIONS + "}\n").encode("latin-1"))
@@ -168,6 +210,36 @@ def test_a_master_spark_does_not_accept_fails_fast_in_one_line(tmp_path):
     result, seconds = spark_run(tmp_path, "--master", "bogus://nowhere")
     assert_failure(result, r"rsep: Spark master 'bogus://nowhere' is not one Spark accepts .*")
     assert seconds < 30  # no JVM is started to find out
+
+
+def test_a_local_master_spark_cannot_parse_fails_fast_in_one_line(tmp_path):
+    result, seconds = spark_run(tmp_path, "--master", "local[x]")
+    assert_failure(result, r"rsep: Spark master 'local\[x\]' is not one Spark accepts .*")
+    assert seconds < 30
+
+
+@pytest.mark.spark
+def test_a_master_the_jvm_refuses_is_reported_in_the_jvms_words(tmp_path):
+    """The context's own stack trace is muted while it starts; Java's message is the one line
+    rsep writes. (The JVM itself warns on stderr that it uses an incubator module.)"""
+    result, _ = spark_run(tmp_path, "--master", "local[0]")
+    assert result.returncode == 2 and result.stdout == ""
+    lines = [line for line in result.stderr.splitlines() if "incubator modules" not in line]
+    assert lines == ["rsep: Spark failed on local[0]: Asked to run locally with 0 threads"]
+
+
+def test_a_java_home_whose_java_fails_is_reported_in_one_line(tmp_path):
+    java = tmp_path / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text('#!/bin/sh\necho "java version 1.8" >&2\nexit 1\n', encoding="utf-8")
+    java.chmod(0o755)
+    env = {**os.environ, "JAVA_HOME": str(tmp_path / "jdk")}
+    result, _ = spark_run(tmp_path, env=env)
+    assert_failure(
+        result,
+        rf"rsep: JAVA_HOME is {re.escape(str(tmp_path / 'jdk'))}, whose bin/java fails "
+        r"\(exit 1: java version 1\.8\): Spark needs Java 17 or later",
+    )
 
 
 def test_a_java_home_without_java_fails_fast_in_one_line(tmp_path):

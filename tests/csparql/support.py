@@ -63,10 +63,15 @@ PREAMBLE = "@prefix : <http://example.org/> .\n@prefix prov: <http://www.w3.org/
 
 
 def run_inline(
-    folder: Path, query: str, streams: dict[str, str], kb: dict[str, str] | None = None
+    folder: Path,
+    query: str,
+    streams: dict[str, str],
+    kb: dict[str, str] | None = None,
+    entailment: str | None = None,
 ) -> list[dict[str, object]]:
     """Write a query, TriG streams (the prefixes `:` = http://example.org/ and `prov:` are declared)
-    and Turtle KB graphs into `folder`, run them like `rsep run --engine inprocess`, return the lines."""
+    and Turtle KB graphs into `folder`, run them like `rsep run --engine inprocess [--entailment
+    ...]`, return the lines."""
     (folder / "query.rq").write_text(query, encoding="utf-8")
     files = []
     for index, (iri, text) in enumerate(streams.items()):
@@ -78,4 +83,4 @@ def run_inline(
         path = folder / f"kb{index}.ttl"
         path.write_text(PREAMBLE + text, encoding="utf-8")
         kb_files.append(KbFile(path, graph or None))
-    return output(RunRequest(folder / "query.rq", files, kb_files, engine="inprocess"))
+    return output(RunRequest(folder / "query.rq", files, kb_files, engine="inprocess", entailment=entailment))

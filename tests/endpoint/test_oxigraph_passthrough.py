@@ -16,7 +16,8 @@ from collections.abc import Iterator
 import pytest
 from flask.testing import FlaskClient
 
-from rsep.grammar import SparqlSyntaxError, parse_event_query
+from rsep.grammar import SparqlSyntaxError, parse_event_query, parse_query
+from rsep.grammar.dialects import event_syntax
 from tests.paths import REPO
 
 EX = "http://example.org/"
@@ -99,6 +100,81 @@ def test_a_malformed_event_query_gets_its_dialects_positioned_error(client: Flas
     response = client.post("/sparql", data=broken, content_type="application/sparql-query")
     assert response.status_code == 400
     assert response.get_data(as_text=True) == f"{expected.value}\n"
+
+
+PLAIN_MISTAKES = [
+    # EP-SPARQL reads these (the paper's draft projection; every plain query is an EP-SPARQL query),
+    # but they use no event syntax: SPARQL 1.1's error, not EP-SPARQL's stream messages
+    f"SELECT ?a / ?b AS ?c WHERE {{ ?s <{EX}p> ?a ; <{EX}q> ?b }}",
+    f"SELECT ?s ?a / ?b AS ?c WHERE {{ ?s <{EX}p> ?a ; <{EX}q> ?b }} ORDER BY ?s",
+    f"SELECT (SUM(?a) AS ?x) ?s / 2 AS ?y WHERE {{ ?s <{EX}p> ?a }} GROUP BY ?s",
+    "SELECT * WHERE { ?s ?p ?o } LIMT 3",
+    "SELECT * WHERE { { ?a ?b ?c } UNION }",
+    "SELECT * WHERE { ?s ?p ?o . UNION { ?a ?b ?c } }",
+]
+EVENT_SYNTAX = [
+    # (text, the dialect whose event construct it uses, where the error is: the first occurrence
+    # of this part of the text, "" for its end)
+    ("SELECT * WHERE { ?s ?p ?o FILTER(timestamp(?o) > 3) }", "c-sparql", "timestamp"),
+    (f"SELECT * WHERE {{ ?a <{EX}p> ?b . SEQ {{ ?c <{EX}q> ?d }} }}", "ep-sparql", "SEQ"),
+    (f"SELECT * WHERE {{ ?a <{EX}p> ?b . OPTIONALSEQ {{ ?c <{EX}q> ?d }} }}", "ep-sparql", "OPTIONALSEQ"),
+    (f"SELECT * WHERE {{ ?a <{EX}p> ?b OPTIONALSEQ {{ ?c <{EX}q> ?d }} }}", "ep-sparql", "OPTIONALSEQ"),
+    ("SELECT * FROM STREAM <http://s> [RANGE 1s STEP 1s] WHERE { ?s ?p ?o", "spaseq", ""),
+    ("SELECT * WHERE { STREAM <http://s> { ?s ?p ?o } }", "spaseq", "{ ?s"),
+    ("REGISTER QUERY q AS SELECT * WHERE { ?s ?p ?o }", "c-sparql", "SELECT"),
+]
+
+
+@pytest.mark.parametrize("text", PLAIN_MISTAKES)
+def test_plain_sparql_with_a_mistake_gets_sparql_11_s_error(client: FlaskClient, text: str) -> None:
+    assert event_syntax(text) is None
+    with pytest.raises(SparqlSyntaxError) as expected:
+        parse_query(text, source="query")
+    response = client.get("/sparql", query_string={"query": text})
+    assert (response.status_code, response.get_data(as_text=True)) == (400, f"{expected.value}\n")
+
+
+@pytest.mark.parametrize(("text", "dialect", "where"), EVENT_SYNTAX)
+def test_event_syntax_gets_the_same_dialect_error_on_sparql_and_on_queries(
+    client: FlaskClient, text: str, dialect: str, where: str
+) -> None:
+    assert event_syntax(text) == dialect
+    with pytest.raises(SparqlSyntaxError) as expected:
+        parse_event_query(text, source="query")
+    assert (expected.value.line, expected.value.column) == (
+        1,
+        (text.index(where) if where else len(text)) + 1,
+    )
+    answers = [
+        client.get("/sparql", query_string={"query": text}),
+        client.post("/sparql", data=text, content_type="application/sparql-query"),
+        client.post("/queries", data=text, content_type="application/sparql-query"),
+    ]
+    assert [(a.status_code, a.get_data(as_text=True)) for a in answers] == [(400, f"{expected.value}\n")] * 3
+
+
+def test_a_misplaced_operator_is_named_whole_where_it_starts() -> None:
+    """EP-SPARQL stops after `OPTIONAL` of `OPTIONALSEQ` (SPARQL's keyword): the hint names the
+    whole operator, at its first letter."""
+    for operator in ("OPTIONALSEQ", "EQUALSOPTIONAL", "SEQ", "EQUALS"):
+        text = f"SELECT * WHERE {{\n  ?a <{EX}p> ?b . {operator} {{ ?c <{EX}q> ?d }} }}"
+        with pytest.raises(SparqlSyntaxError) as caught:
+            parse_event_query(text, source="q")
+        column = len(f"  ?a <{EX}p> ?b . ") + 1
+        assert str(caught.value).startswith(
+            f"q:2:{column}: {operator} joins two group graph patterns, {{ P1 }} {operator} "
+        )
+
+
+def test_timestamp_without_a_stream_is_reported_where_it_is_written() -> None:
+    with pytest.raises(SparqlSyntaxError) as caught:
+        parse_event_query(
+            "SELECT ?s\nWHERE { ?s ?p ?o FILTER(timestamp(?o) > 3) }", source="q", dialect="c-sparql"
+        )
+    assert str(caught.value) == (
+        "q:2:25: timestamp() is the time of a stream triple: a C-SPARQL query reads at least one "
+        "FROM STREAM <iri> [RANGE ...]"
+    )
 
 
 def test_an_event_query_sent_as_an_update_points_to_queries(client: FlaskClient) -> None:

@@ -3,7 +3,9 @@ the construct at fault, as `rsep run` reports it, and nothing is registered."""
 
 from __future__ import annotations
 
-from tests.endpoint_streaming.conftest import service
+import pytest
+
+from tests.endpoint_streaming.conftest import caught_up, service, wait_for
 
 QUERY = """PREFIX : <http://example.org/>
 SELECT *
@@ -32,3 +34,75 @@ def test_post_query_the_compiler_rejects_reports_its_position(app):
     ).json
     assert (as_json["parameter"], as_json["line"], as_json["column"]) == ("query", 5, 8)
     assert service(app).registry.all() == []
+
+
+PROV_AT = "http://www.w3.org/ns/prov#generatedAtTime"
+GPM_FILTER = """PREFIX : <http://example.org/>
+SELECT *
+FROM STREAM S1 <http://example.org/s>
+WHERE {
+  SEQ (A : B)
+  DEFINE GPM A ON S1 { ?x :p ?a }
+  DEFINE GPM B ON S1 { ?y :q ?b FILTER_HERE }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("condition", "message"),
+    [
+        ("FILTER(:foo(?b))", "GPM B: the custom function <http://example.org/foo> is not supported"),
+        (
+            "FILTER(:foo(?b, ?a))",
+            "GPM B: unsupported extension function <http://example.org/foo>, in a FILTER ",
+        ),
+        ("FILTER EXISTS { ?y :k ?a }", "GPM B: a FILTER with EXISTS or NOT EXISTS reads ?a, which this "),
+    ],
+)
+def test_post_query_whose_gpm_filter_cannot_run_is_a_400_at_the_gpm(app, condition, message):
+    """Refused at registration, not accepted and then failed at the first event."""
+    response = app.test_client().post(
+        "/queries",
+        data=GPM_FILTER.replace("FILTER_HERE", condition),
+        content_type="application/sparql-query",
+    )
+    assert response.status_code == 400
+    assert response.get_data(as_text=True).startswith(f"query:7:14: {message}")
+    assert service(app).registry.all() == []
+
+
+def test_a_not_exists_with_its_own_variable_matches_on_the_endpoint(app):
+    client = app.test_client()
+    text = GPM_FILTER.replace("FILTER_HERE", "FILTER NOT EXISTS { ?y :zzz ?w }")
+    response = client.post("/queries", data=text, content_type="application/sparql-query")
+    assert response.status_code == 201, response.get_data(as_text=True)
+    query = response.json
+    events = [
+        ("e1", 1, ":x1 :p 1 ."),
+        ("e2", 2, ":y1 :q 2 . :y1 :zzz :w1 ."),
+        ("e3", 3, ":y2 :q 3 ."),
+    ]
+    for name, time, triples in events:
+        body = f"@prefix : <http://example.org/> .\n:{name} {{ {triples} }}\n:{name} <{PROV_AT}> {time} .\n"
+        posted = client.post(
+            "/streams?stream=http://example.org/s", data=body, content_type="application/trig"
+        )
+        assert posted.status_code == 202, posted.get_data(as_text=True)
+    wait_for(caught_up(app))
+    summary = client.get(f"/queries/{query['id']}").json
+    assert (summary["status"], summary["error"], summary["matches"]) == ("running", None, 1)
+    assert _derived_from(client, query["iri"]) == ["http://example.org/e1", "http://example.org/e3"]
+
+
+def _derived_from(client, query_iri: str) -> list[str]:
+    """The events of the query's match graphs (rsep's match metadata)."""
+    text = (
+        "PREFIX prov: <http://www.w3.org/ns/prov#>\nSELECT ?e WHERE { GRAPH <urn:rsep:matches> "
+        f"{{ ?g prov:wasGeneratedBy <{query_iri}> ; prov:wasDerivedFrom ?e }} }}"
+    )
+    response = client.post(
+        "/sparql", data=text, content_type="application/sparql-query",
+        headers={"Accept": "application/sparql-results+json"},
+    )  # fmt: skip
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return sorted(b["e"]["value"] for b in response.json["results"]["bindings"])

@@ -73,6 +73,69 @@ def test_post_unknown_parameter_values_name_the_parameter(app):
     assert register(client, query_string="from=5").status_code == 400  # beyond the log's end
 
 
+def test_an_unknown_parameter_is_refused_with_the_known_ones(app):
+    client = app.test_client()
+    misspelt = register(client, query_string="polcy=recent")
+    assert (misspelt.status_code, misspelt.get_data(as_text=True)) == (
+        400,
+        "polcy: unknown parameter; POST /queries takes policy, dialect, from, entailment (the query is the "
+        "body, or a form's query field)\n",
+    )
+    in_a_form = client.post("/queries", data={"query": QUERY, "polcy": "recent"})
+    assert in_a_form.get_data(as_text=True).startswith("polcy: unknown parameter")
+    in_the_url = client.post("/queries?query=x", data={"query": QUERY})
+    assert in_the_url.get_data(as_text=True).startswith("query: unknown parameter")
+    assert service(app).registry.all() == []
+
+
+def test_options_are_read_alike_from_the_url_and_a_form_body(app):
+    client = app.test_client()
+    bad = client.post("/queries", data={"query": QUERY, "from": "bogus"})
+    assert bad.status_code == 400 and bad.get_data(as_text=True).startswith(
+        "from: expected now or a log position"
+    )
+    twice = client.post("/queries?policy=recent", data={"query": QUERY, "policy": "chronological"})
+    assert twice.get_data(as_text=True) == "policy: given 2 times; send it once\n"
+    assert client.post("/queries", data={"query": QUERY, "policy": "chronological"}).status_code == 201
+    (registered,) = service(app).registry.all()
+    assert registered.options == {"policy": "chronological"}
+
+
+def test_a_register_posted_to_sparql_reads_options_from_the_form_and_refuses_a_dataset(app):
+    client = app.test_client()
+    register_query = (
+        "REGISTER QUERY q AS SELECT ?s FROM STREAM <http://ex.org/s> [RANGE 10s STEP 5s] WHERE { ?s ?p ?o }"
+    )
+    refused = {"from": "bogus", "default-graph-uri": "http://ex.org/g", "named-graph-uri": "http://ex.org/g"}
+    for parameter, value in refused.items():
+        params = {parameter: value}
+        in_form = client.post("/sparql", data={"query": register_query, **params})
+        in_url = client.post(
+            "/sparql", query_string=params, data=register_query, content_type="application/sparql-query"
+        )
+        for response in (in_form, in_url):
+            assert response.status_code == 400 and response.get_data(as_text=True).startswith(
+                f"{parameter}: "
+            )
+    assert service(app).registry.all() == []
+    response = client.post("/sparql", data={"query": register_query, "dialect": "c-sparql", "from": "0"})
+    assert response.status_code == 201, response.get_data(as_text=True)
+    (registered,) = service(app).registry.all()
+    assert (registered.options, registered.start) == ({"dialect": "c-sparql"}, 0)
+
+
+def test_a_form_query_that_is_not_utf8_is_400_naming_it(app):
+    client = app.test_client()
+    response = client.post(
+        "/queries", data=b"query=SELECT%20%FF", content_type="application/x-www-form-urlencoded"
+    )
+    assert (response.status_code, response.get_data(as_text=True)) == (
+        400,
+        "query: not UTF-8 (its value, byte 7)\n",
+    )
+    assert service(app).registry.all() == []
+
+
 def test_post_query_as_another_content_type_is_415(app):
     response = app.test_client().post("/queries", data=QUERY, content_type="text/plain")
     assert response.status_code == 415

@@ -347,6 +347,34 @@ def test_a_second_producer_of_a_stream_and_an_old_start_are_refused(app):
     assert len(client.get("/queries").json["queries"]) == 1
 
 
+def test_a_register_stream_that_produces_no_stream_registers_with_a_warning_saying_why(app):
+    """A bare name stays a relative IRI on the endpoint, and only a CONSTRUCT produces events:
+    such a REGISTER STREAM writes evaluation graphs only, which its answer says."""
+    client = app.test_client()
+    bare = registered(client, PRODUCER.replace(f"<{CONGESTED}>", "CongestedRoads"))
+    assert "produces" not in bare
+    assert bare["warnings"] == [
+        "REGISTER STREAM CongestedRoads names no stream: a name that is not an absolute IRI stays a relative "
+        "IRI here (it precedes the query's BASE), so the query only writes its evaluation graphs (no event "
+        "of any stream); write REGISTER STREAM <http://...> AS to produce a stream other queries read"
+    ]
+    selecting = registered(
+        client,
+        f"""REGISTER STREAM <{ALERTS}> AS PREFIX : <{EX}>
+SELECT ?road FROM STREAM <{CARS}> [RANGE 10s TUMBLING] WHERE {{ ?car :on ?road }}""",
+    )
+    assert "produces" not in selecting
+    assert selecting["warnings"] == [
+        f"REGISTER STREAM <{ALERTS}> AS a SELECT or ASK produces no stream: only a CONSTRUCT's evaluations "
+        "become a stream's events, so the query only writes its evaluation graphs (no event of any stream)"
+    ]
+    producing = registered(client, PRODUCER)
+    assert (producing["produces"], producing["warnings"]) == (CONGESTED, [])
+    ingest_each(client, cars()[:4])  # the car at 12 makes close 10 final
+    assert [time for _, time, _ in logged(app, CONGESTED)] == ["10"]  # the producer's only
+    assert logged(app, ALERTS) == []
+
+
 def test_clients_may_not_post_to_a_produced_stream_until_its_producer_is_deleted(app):
     client = app.test_client()
     producer = registered(client, PRODUCER)

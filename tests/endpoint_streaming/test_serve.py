@@ -1,6 +1,6 @@
 """A real `rsep serve` (waitress, in-process engine): Server-Sent Events
-through waitress, and a SIGKILL in the middle of a stream: after the restart
-every match is in the store once and pushed once."""
+through waitress, and a SIGKILL or a SIGTERM in the middle of a stream: after
+the restart every match is in the store once and pushed once."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ from pathlib import Path
 import pytest
 
 from rsep.plugin.log import LogRecord
+from rsep.plugin.service.checkpoint import CheckpointStore
 from rsep.plugin.service.matches import match_iri
+from rsep.plugin.service.runner import load_state
 from tests.endpoint_streaming.conftest import SMART_GRID, SMART_GRID_STREAMS, nquads_of
 from tests.endpoint_streaming.test_results_and_push import synthetic_events
 from tests.paths import REPO
@@ -90,7 +92,8 @@ class Listener:
         self.headers = dict(self.response.getheaders())
         self.records: queue.Queue[dict] = queue.Queue()
         self.comments: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
 
     def _read(self) -> None:
         try:
@@ -168,6 +171,81 @@ def test_sse_through_waitress_and_a_sigkill_in_the_middle(tmp_path):
         assert detection_times(server, query["iri"]) == dict.fromkeys(everything, 1)  # each written once
     finally:
         assert server.terminate() == 0  # SIGTERM: the shutdown hook ends the open event stream
+
+
+class Poster:
+    """Posts events one request at a time on a thread until one fails (the server stopped)."""
+
+    def __init__(self, server: Server, events) -> None:
+        self.server, self.events, self.acknowledged = server, events, 0
+        self.thread = threading.Thread(target=self._post, daemon=True)
+        self.thread.start()
+
+    def _post(self) -> None:
+        for e in self.events:
+            try:
+                post_events(self.server, [e])
+            except OSError:  # refused, reset or an HTTP error while the server stops
+                return
+            self.acknowledged += 1
+            time.sleep(0.02)
+
+
+def wait_caught_up(server: Server, query_id: str, timeout: float = 30.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while (read := server.get(f"/queries/{query_id}"))["lag"] > 0:
+        assert time.monotonic() < deadline, read
+        time.sleep(0.1)
+    return read
+
+
+def test_a_sigterm_in_the_middle_of_a_stream_checkpoints_and_the_restart_writes_each_match_once(tmp_path):
+    """SIGTERM while events arrive: `rsep serve` exits 0 after its shutdown hook, which ends the
+    open event stream and writes the final checkpoint (with --checkpoint-interval 3600 no other
+    is written), at or past the position the query had reached. The restart resumes there, reads
+    the rest of the log, and every match of the log's events and of the ones posted after is in
+    the store with one detection time and is pushed at most once (a listener gets what is created
+    while it is connected)."""
+    data, log = tmp_path / "data", tmp_path / "server.log"
+    events = synthetic_events(60)
+    options = ("--engine", "inprocess", "--checkpoint-interval", "3600")
+    server = Server(data, log, options=options)
+    status, query = server.request("POST", "/queries", QUERIES["any"].encode(), "application/sparql-query")
+    assert status == 201
+    listener = Listener(server, query["id"])
+    poster = Poster(server, events)
+    deadline = time.monotonic() + 60
+    while poster.acknowledged < 20:
+        assert time.monotonic() < deadline and poster.thread.is_alive(), log.read_text()
+        time.sleep(0.01)
+    reached = server.get(f"/queries/{query['id']}")["position"]
+    assert server.terminate() == 0
+    poster.thread.join(timeout=60)
+    assert 20 <= poster.acknowledged < len(events)  # stopped mid-stream
+    listener.thread.join(timeout=30)
+    assert not listener.thread.is_alive()  # the shutdown hook ended the event stream
+    pushed_before = [r["graph"] for r in list(listener.records.queue)]
+    snapshot = CheckpointStore(data / "checkpoints").load(query["id"])
+    assert snapshot is not None and load_state(snapshot).position >= reached
+
+    server = Server(data, log, options=options)
+    try:
+        listener = Listener(server, query["id"])
+        logged = wait_caught_up(server, query["id"])["position"]  # the events the log kept
+        assert poster.acknowledged <= logged <= poster.acknowledged + 1  # + one in flight at the stop
+        post_events(server, events[logged:])
+        read = wait_caught_up(server, query["id"])
+        everything = expected(query["id"], events)
+        assert read["matches"] == len(everything) and read["status"] == "running"
+        assert detection_times(server, query["iri"]) == dict.fromkeys(everything, 1)
+        time.sleep(1.0)  # let any second push arrive
+        pushed_after = [r["graph"] for r in list(listener.records.queue)]
+        pushed = pushed_before + pushed_after
+        assert len(pushed) == len(set(pushed)) and set(pushed) <= everything
+        # the listener was connected before these events came: their matches are all pushed
+        assert set(pushed_after) >= everything - expected(query["id"], events[:logged])
+    finally:
+        assert server.terminate() == 0
 
 
 def rsep_command(*args: str) -> subprocess.CompletedProcess[str]:

@@ -1,7 +1,9 @@
 """A sub-select inside a GPM is matched against each event graph, as SPARQL's GRAPH defines it,
 with and without entailment (it crashed without, and matched nothing with `--entailment rdfs`,
 because Oxigraph evaluates a sub-select nested in `GRAPH ?event` against the union of the graphs
-without binding ?event). What cannot be moved per event graph is refused with its position.
+without binding ?event); so is a pattern that starts without a triple pattern (VALUES, then
+OPTIONAL or [NOT] EXISTS), which Oxigraph would match once for all graphs. What cannot be moved
+per event graph is refused with its position.
 The entailment oracle (test_oracle.py) holds the sub-select shapes against materialised events."""
 
 from __future__ import annotations
@@ -76,6 +78,54 @@ def test_a_grouped_sub_select_counts_per_event_and_entailed_triples_once(tmp_pat
     plain = {(t, b["x"]): int(b["n"].split('"')[1]) for t, b in matches(tmp_path, gpm, None)}
     assert plain == {(1, org("ann")): 1, (2, org("bob")): 1, (3, org("cat")): 1, (8, org("globex")): 1,
                      (9, org("hal")): 1}  # fmt: skip
+
+
+@pytest.mark.parametrize("entailment", [None, "rdfs"])
+@pytest.mark.parametrize("gpm", ["{ SELECT ?x WHERE { VALUES ?x { :ann } } }", "VALUES ?x { :ann }"])
+def test_a_values_block_without_triple_patterns_matches_every_event_once(tmp_path, gpm, entailment):
+    # SPARQL's GRAPH ?e { VALUES ... } has the VALUES rows once per graph (Oxigraph binds no ?e)
+    assert matches(tmp_path, gpm, entailment) == [(t, {"x": org("ann")}) for t in range(1, 10)]
+
+
+@pytest.mark.parametrize("entailment", [None, "rdfs"])
+def test_a_union_with_a_values_branch_is_grouped_per_event(tmp_path, entailment):
+    gpm = (
+        "{ SELECT ?x (COUNT(*) AS ?n) WHERE { { VALUES ?x { :ann } } UNION { ?x a :Manager } } GROUP BY ?x }"
+    )
+    counts = sorted((t, b["x"], int(b["n"].split('"')[1])) for t, b in matches(tmp_path, gpm, entailment))
+    others = [(t, org("ann"), 1) for t in range(2, 9)]
+    assert counts == [(1, org("ann"), 2), *others, (9, org("ann"), 1), (9, org("hal"), 1)]
+
+
+@pytest.mark.parametrize(
+    ("gpm", "plain", "entailed"),
+    [
+        # what follows a VALUES block is matched per event graph, as SPARQL's GRAPH defines it
+        (
+            "VALUES ?x { :ann } FILTER NOT EXISTS { ?x a :Manager }",
+            [(t, {"x": org("ann")}) for t in range(2, 10)],
+            [(t, {"x": org("ann")}) for t in range(2, 10)],
+        ),
+        ("VALUES ?x { :hal } FILTER EXISTS { ?x a :Person }", [], [(9, {"x": org("hal")})]),
+        (
+            "VALUES ?x { :ann } OPTIONAL { ?x a ?c }",
+            [(1, {"x": org("ann"), "c": org("Manager")}), *((t, {"x": org("ann")}) for t in range(2, 10))],
+            [
+                *((1, {"x": org("ann"), "c": org(c)}) for c in ("Employee", "Manager", "Person")),
+                *((t, {"x": org("ann")}) for t in range(2, 10)),
+            ],
+        ),
+        (
+            "?y a :Company OPTIONAL { VALUES ?x { :ann } OPTIONAL { ?x a ?c } }",
+            [(8, {"y": org("globex"), "x": org("ann")})],
+            [(8, {"y": org("globex"), "x": org("ann")})],
+        ),
+    ],
+)
+def test_a_pattern_that_starts_without_a_triple_pattern_is_matched_per_event(tmp_path, gpm, plain, entailed):
+    for entailment, expected in ((None, plain), ("rdfs", entailed)):
+        found = sorted(matches(tmp_path, gpm, entailment), key=lambda r: (r[0], sorted(r[1].items())))
+        assert found == sorted(expected, key=lambda r: (r[0], sorted(r[1].items()))), entailment
 
 
 @pytest.mark.parametrize(

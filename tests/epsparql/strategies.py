@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 
 from tests.epsparql.harness import Event
-from tests.epsparql.reference import BGP, TP, Bin, Filter, LeftJoin, PathTP, Pattern, iri, variables
+from tests.epsparql.reference import BGP, EX, TP, Bin, Filter, LeftJoin, PathTP, Pattern, iri, variables
 
 PREDICATES = [iri("p"), iri("q"), iri("r")]
 NODES = [iri("a"), iri("b"), iri("c")]
@@ -148,6 +148,77 @@ def patterns(draw: st.DrawFn, options: Options = Options(), leaves: int | None =
     return node
 
 
+OPTIONAL_OPS = ("OPTIONAL", "OPTIONALSEQ", "EQUALSOPTIONAL")
+
+
+@st.composite
+def nested_optionals(draw: st.DrawFn, depth: int = 3, ops: Sequence[str] = ("OPTIONAL",)) -> Pattern:
+    """An optional operator whose sides are, often, optional operators again: inside the
+    optional side (`{ P OPTIONAL { Q OPTIONAL { R } } }`) or the mandatory one (siblings,
+    `{ P OPTIONAL { Q } OPTIONAL { R } }`), up to `depth` levels. Their optional sides
+    hold anti-joins of their own, decided at the timestamp of the anti-joins that read
+    their solutions. Each triple pattern has its own predicate, so that the stream
+    (`instances`) can match some groups and not others."""
+    predicates = iter(draw(st.permutations([*PREDICATES, *(iri(name) for name in "stuvw")])))
+
+    def leaf() -> TP:
+        predicate = next(predicates)
+        fresh = "?" + predicate[len(EX) + 1 : -1]  # a variable no other triple pattern binds
+        subject = draw(st.sampled_from(VARIABLES[:3]))
+        return TP(subject, predicate, draw(st.sampled_from([fresh, fresh, fresh, *VARIABLES[:3], NODES[0]])))
+
+    def grow(level: int, nest: bool) -> Pattern:
+        if level <= 1 or not nest:
+            return leaf()
+        op = draw(st.sampled_from(ops))
+        left = grow(level - 1, draw(st.sampled_from((False, False, True))))
+        right = grow(level - 1, draw(st.sampled_from((False, True, True))))
+        return LeftJoin(left, right) if op == "OPTIONAL" else Bin(op, left, right)
+
+    return grow(depth, True)
+
+
+def triple_patterns_of(pattern: Pattern) -> list[TP]:
+    if isinstance(pattern, TP):
+        return [pattern]
+    if isinstance(pattern, BGP):
+        return list(pattern.triples)
+    if isinstance(pattern, PathTP):
+        return []
+    if isinstance(pattern, Filter):
+        return triple_patterns_of(pattern.pattern)
+    return triple_patterns_of(pattern.left) + triple_patterns_of(pattern.right)
+
+
+@st.composite
+def instances(draw: st.DrawFn, pattern: Pattern, times: Sequence[float] = (7.0,)) -> list[Event]:
+    """Some of `pattern`'s triple patterns instantiated under one or two assignments of
+    their variables, and a random triple or two, each at one of `times` (one graph per
+    time), so that parts of the pattern match and others do not (random triples alone
+    rarely match nested groups)."""
+    found: list[tuple[float, tuple[str, str, str]]] = []
+    for _ in range(draw(st.integers(1, 2))):
+        assignment = {f"?{v}": draw(st.sampled_from(NODES[:2])) for v in sorted(variables(pattern))}
+        for tp in triple_patterns_of(pattern):
+            if draw(st.booleans()):
+                triple = (assignment.get(tp.s, tp.s), tp.p, assignment.get(tp.o, tp.o))
+                found.append((draw(st.sampled_from(times)), triple))
+    found += [(draw(st.sampled_from(times)), t) for t in draw(st.lists(triples(), min_size=1, max_size=2))]
+    graphs: dict[float, list[tuple[str, str, str]]] = {}
+    for time, triple in found:
+        graphs.setdefault(time, []).append(triple)
+    return [(time, list(dict.fromkeys(graph))) for time, graph in sorted(graphs.items())]
+
+
+@st.composite
+def nested_optional_cases(
+    draw: st.DrawFn, ops: Sequence[str] = ("OPTIONAL",), times: Sequence[float] = (7.0,)
+) -> tuple[Pattern, list[Event]]:
+    """A well-designed `nested_optionals` pattern and `instances` of it."""
+    pattern = draw(nested_optionals(ops=ops).filter(optionals_are_safe))
+    return pattern, draw(instances(pattern, times))
+
+
 def leaf_patterns(options: Options) -> st.SearchStrategy[Pattern]:
     kinds = {"triple": triple_patterns(), "bgp": bgps(options.bgp_size), "path": path_patterns()}
     return st.one_of(*(kinds[kind] for kind in options.leaves))
@@ -192,7 +263,8 @@ def has_optional(pattern: Pattern) -> bool:
 def optionals_are_safe(pattern: Pattern, outside: frozenset[str] = frozenset()) -> bool:
     """The optional side of every optional operator shares with the rest of the
     query (`outside` and its mandatory side) only variables its mandatory side
-    binds in every solution, and contains no optional operator itself."""
+    binds in every solution (SPARQL's well-designed patterns), and so does every
+    optional operator inside it."""
     if isinstance(pattern, TP | BGP | PathTP):
         return True
     if isinstance(pattern, Filter):
@@ -206,8 +278,8 @@ def optionals_are_safe(pattern: Pattern, outside: frozenset[str] = frozenset()) 
         return optionals_are_safe(left, outside | variables(right)) and optionals_are_safe(
             right, outside | variables(left)
         )
-    if has_optional(optional):
-        return False
     if variables(optional) & outside - certain(mandatory):
         return False
-    return optionals_are_safe(mandatory, outside | variables(optional))
+    return optionals_are_safe(mandatory, outside | variables(optional)) and optionals_are_safe(
+        optional, outside | variables(mandatory)
+    )

@@ -18,7 +18,7 @@ from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.replay import Replay, number_events
 from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
 from tests.epsparql.harness import run_rsep
-from tests.epsparql.reference import TP, Bin, evaluate, iri, results, rsep_rows, select_query
+from tests.epsparql.reference import BGP, TP, Bin, evaluate, iri, results, rsep_rows, select_query
 
 EX = "http://example.org/"
 PREFIXES = f"PREFIX : <{EX}>\nPREFIX xsd: <http://www.w3.org/2001/XMLSchema#>\n"
@@ -28,11 +28,13 @@ LENGTH = 600
 
 def stream(pattern: list[str], length: int = LENGTH, keys: int = 3) -> list[GraphEvent]:
     """One event per second; event i holds `:k<i mod keys> :<pattern[i mod len]> <i>`."""
-    events = []
-    for i in range(length):
-        triple = f"<{EX}k{i % keys}> <{EX}{pattern[i % len(pattern)]}> <{EX}o{i}> .\n"
-        events.append(GraphEvent(EX + "s", f"<{EX}g{i}>", Timestamp(float(i), str(i), True), triple))
-    return events
+    return [at(float(i), f"k{i % keys}", pattern[i % len(pattern)], f"o{i}") for i in range(length)]
+
+
+def at(time: float, subject: str, predicate: str, obj: str) -> GraphEvent:
+    """An event at `time` (graph `:g<time>`) holding one triple of `:` names."""
+    triple = f"<{EX}{subject}> <{EX}{predicate}> <{EX}{obj}> .\n"
+    return GraphEvent(EX + "s", f"<{EX}g{time:g}>", Timestamp(time, f"{time:g}", True), triple)
 
 
 @dataclass
@@ -105,6 +107,51 @@ def test_blocking_solutions_are_kept_once_per_binding_and_mandatory_runs_expire(
     assert unbounded.remembered <= 3 + 50
     assert bounded.runs <= 60
     assert unbounded.runs >= LENGTH // 4 - 60
+
+
+BGP_OPTIONAL = "{ ?x :q ?z . ?x :s ?v } OPTIONALSEQ { { ?x :p ?y } SEQ { ?x :r ?w } }"
+
+
+def test_a_bgp_optional_side_keeps_one_occurrence_per_binding():
+    """The optional side as a BGP (a join group of its own): a new join of a remembered
+    occurrence ends now whichever one it takes, so only the first :q and the first :s per
+    ?x (the anti-join reads ?x, and the two triple patterns share only ?x) are kept — six,
+    plus what one batch adds — on a stream of any length."""
+    events = stream(["p", "q", "s", "r"], length=1200, keys=3)
+    bounded = peak(f"SELECT * WHERE {{ {BGP_OPTIONAL} {WINDOW} }}", events)
+    assert bounded.remembered <= 3 + 6 + 50
+    assert bounded.matches == 2
+
+
+def test_compacting_a_bgp_optional_side_keeps_the_definitions_answer():
+    """Compacted after every batch of ten events, the optional side `?x :q ?z . ?z :s ?v`
+    keeps one :q per (?x, ?z) — ?z joins the other triple pattern, ?x is read by the
+    anti-join — even when it is not the first :q of its ?x: `a q m2` is the one `m2 s v`
+    joins, two batches later. Mandatory matches before the joined optional side stand
+    alone, those after it are blocked; the answer is the brute-force evaluation of §4.2
+    (no partition key: `?z :s ?v` binds no ?x, so one state holds every key)."""
+    timeline = ["a q m1", "a q m2", "b q m1", "a q m1", "a p y", "a r w", "b p y", "b r w"]
+    timeline += ["c t c"] * 12 + ["m2 s v", "m1 s v", "a p y", "a r w", "b p y", "b r w"]
+    events = [at(float(i), *item.split()) for i, item in enumerate(timeline)]
+    body = "{ ?x :q ?z . ?z :s ?v } OPTIONALSEQ { { ?x :p ?y } SEQ { ?x :r ?w } }"
+    plan = compile_query(parse_event_query(PREFIXES + f"SELECT * WHERE {{ {body} }}", dialect="ep-sparql"))
+    assert plan.key == ()
+    found = Replay(plan, GpmEvaluator(plan.gpms, KnowledgeBase()), batch_size=10).run(number_events([events]))
+    pattern = Bin(
+        "OPTIONALSEQ",
+        BGP((TP("?x", iri("q"), "?z"), TP("?z", iri("s"), "?v"))),
+        Bin("SEQ", TP("?x", iri("p"), "?y"), TP("?x", iri("r"), "?w")),
+    )
+    occurrences = {(_triple(e.ntriples), e.time.seconds, e.time.seconds) for e in events}
+    expected = results(evaluate(pattern, occurrences))
+    assert {(frozenset(m.mapping.items()), m.start_time, m.end_time) for m in found} == expected
+    lone = sorted((row[1], row[2]) for row in expected if len(row[0]) == 3)
+    assert lone == [(4.0, 5.0), (4.0, 23.0), (6.0, 7.0), (6.0, 25.0)]
+
+
+def _triple(payload: str) -> tuple[str, str, str]:
+    subject, predicate, obj, _ = payload.split()
+    return subject, predicate, obj
 
 
 @pytest.mark.parametrize(

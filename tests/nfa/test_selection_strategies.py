@@ -135,3 +135,30 @@ def test_consuming_policies_take_inputs_of_one_timestamp_in_arrival_order():
             ]
             _, matches = runtime.process(runtime.new_state(), groups)
             assert sorted(events_of(matches)) == expected, (policy, c_rows)
+
+
+def test_consuming_policies_do_not_depend_on_the_order_of_the_gpms_in_a_group():
+    """Event 2 matches both B (a Kleene iteration) and C: whichever GPM's rows come first in
+    the group, the states are visited in one order, so the same run takes it."""
+    from dataclasses import replace
+
+    from rsep.plugin.algebra.events import ConsumptionPolicy
+    from rsep.plugin.nfa.runtime import Group, Runtime
+    from tests.nfa.patterns import compile_pattern
+
+    automaton, index = compile_pattern("A; B+; C")
+    b, c = index["B"], index["C"]
+    for policy, expected in [
+        (ConsumptionPolicy.CHRONOLOGICAL, [(0, 1, 3)]),
+        (ConsumptionPolicy.RECENT, [(0, 1, 2, 3)]),
+    ]:
+        for order in ((b, c), (c, b)):
+            runtime = Runtime(replace(automaton, policy=policy))
+            groups = [
+                Group(0, 1.0, {index["A"]: [(0, {})]}),
+                Group(1, 2.0, {b: [(1, {})]}),
+                Group(2, 3.0, {gpm: [(2, {})] for gpm in order}),
+                Group(3, 4.0, {c: [(3, {})]}),
+            ]
+            _, matches = runtime.process(runtime.new_state(), groups)
+            assert sorted(events_of(matches)) == expected, (policy, order)

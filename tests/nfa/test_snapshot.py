@@ -1,10 +1,17 @@
 """NFA states through `rsep.plugin.nfa.snapshot`, the format every engine checkpoints: join
-groups' occurrences (format 4) survive, and a format 3 checkpoint (before join groups)
-still reads."""
+groups' occurrences survive; a state is only continued by the automaton it was saved for
+(its fingerprint), so checkpoints of another automaton, or of formats 3 and 4 (no
+fingerprint), are refused; without an automaton (in-memory copies) formats 3 and 4 read."""
 
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from rsep.grammar import parse_event_query
 from rsep.plugin.compile.plan import compile_query
@@ -62,3 +69,47 @@ def test_a_join_group_resumed_from_a_checkpoint_finds_what_one_replay_finds():
         (m.events, m.start_time, m.end_time) for m in whole
     ]
     assert [(m.events, m.start_time, m.end_time) for m in whole] == [((0, 2), 1.0, 5.0)]
+
+
+CHECKPOINTS = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
+BGP = f"PREFIX : <{EX}> SELECT * WHERE {{ ?x :p ?y . ?x :q ?z . ?x :r ?w }}"
+
+
+def test_a_state_is_continued_only_by_the_automaton_it_was_saved_for():
+    bgp = compile_query(parse_event_query(BGP, dialect="ep-sparql")).automaton
+    seq = compile_query(parse_event_query(f"PREFIX : <{EX}> SELECT * WHERE {{ ?x :p ?y }} SEQ {{ ?x :q ?z }}",
+                                          dialect="ep-sparql")).automaton  # fmt: skip
+    state = NfaState(joins={0: [(0, 7, {"x": "<a>", "y": "<b>"}, 5.0, 5.0)]})
+    data = pickle.loads(pickle.dumps(snapshot.encode({("k",): state}, bgp)))
+    assert snapshot.decode(data, bgp)[("k",)].joins == state.joins
+    with pytest.raises(snapshot.StateMismatch, match="another automaton"):
+        snapshot.decode(data, seq)
+
+
+def test_a_format_3_state_of_the_bgp_compiled_into_detection_orders_is_refused():
+    """The audit's real format 3 state (tests/fixtures/checkpoints/README.md): its runs wait in
+    states 1-16 of an automaton that enumerated the BGP's detection orders; today's is one
+    join group, so continuing them raised IndexError."""
+    old = pickle.loads((CHECKPOINTS / "epsparql-bgp-format3.nfa").read_bytes())
+    automaton = compile_query(parse_event_query(BGP, dialect="ep-sparql")).automaton
+    assert len(automaton.states) == 1
+    with pytest.raises(snapshot.StateMismatch, match="format 3"):
+        snapshot.decode(old, automaton)
+
+
+def test_the_fingerprint_is_the_same_in_every_process():
+    """Sets in the automaton are sorted: string hashing, seeded per process, does not show."""
+    code = (
+        "from rsep.grammar import parse_event_query; from rsep.plugin.compile.plan import compile_query; "
+        "from rsep.plugin.nfa.snapshot import fingerprint; "
+        f"print(fingerprint(compile_query(parse_event_query({BGP + ' OPTIONAL {?x :s ?v}'!r}, "
+        "dialect='ep-sparql')).automaton))"
+    )
+    prints = {
+        subprocess.run(
+            [sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": seed}, check=True,
+            capture_output=True, text=True,
+        ).stdout
+        for seed in ("1", "2")
+    }  # fmt: skip
+    assert len(prints) == 1 and len(prints.pop().strip()) == 64

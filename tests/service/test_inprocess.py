@@ -5,16 +5,22 @@ exactly once, failure isolation, the background thread."""
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from rsep.grammar import parse_event_query
-from rsep.plugin.compile.plan import compile_query
+from rsep.plugin.algebra.events import ConsumptionPolicy
+from rsep.plugin.compile.plan import QueryPlan, compile_query
+from rsep.plugin.events import GraphEvent, Timestamp
 from rsep.plugin.log import EventLog, LogRecord
+from rsep.plugin.nfa.snapshot import StateMismatch
+from rsep.plugin.replay import Replay, number_events
 from rsep.plugin.service.checkpoint import CheckpointStore
 from rsep.plugin.service.inprocess import InProcessEngine
 from rsep.plugin.service.matches import MATCHES_GRAPH, match_iri
-from rsep.plugin.service.registry import FAILED, Registry
+from rsep.plugin.service.registry import FAILED, RegisteredQuery, Registry
 from rsep.plugin.service.runner import load_state
 from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase, solutions
 from rsep.plugin.store.matches import OxigraphMatchSink
@@ -263,3 +269,56 @@ def test_checkpoints_of_queries_no_longer_registered_are_removed_on_load(tmp_pat
     restarted = Node(tmp_path, kb)
     restarted.engine.load()
     assert restarted.checkpoints.query_ids() == []
+
+
+CHECKPOINTS = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
+EX = "http://example.org/"
+
+
+def _epsparql_event(time: int, triple: str) -> GraphEvent:
+    s, p, o = triple.split()
+    return GraphEvent(
+        EX + "s",
+        f"<{EX}g{time}>",
+        Timestamp(float(time), str(time), True),
+        f"<{EX}{s}> <{EX}{p}> <{EX}{o}> .\n",
+    )
+
+
+def _compile_with_options(query: RegisteredQuery) -> QueryPlan:
+    parsed = parse_event_query(query.text, dialect=query.dialect)
+    return compile_query(
+        replace(parsed, consumption=ConsumptionPolicy(query.options.get("policy", "unrestricted")))
+    )
+
+
+def test_a_checkpoint_rsep_can_no_longer_continue_replays_the_query_from_its_registration(tmp_path, kb):
+    """A real checkpoint of an older rsep (tests/fixtures/checkpoints: NFA state format 4, no
+    automaton fingerprint), whose runs wait in states of the automaton compiled then (one
+    state per detection order of the BGP): the engine refuses it and replays the query from
+    its registration, which finds what a fresh run finds. Resuming it used to fail the
+    query (IndexError: the runs' states are not in today's automaton)."""
+    log, registry, checkpoints = (
+        EventLog(tmp_path / "log"),
+        Registry(tmp_path / "queries"),
+        CheckpointStore(tmp_path / "checkpoints"),
+    )
+    events = [_epsparql_event(1, "a r f"), _epsparql_event(3, "a q e"), _epsparql_event(5, "a p b")]
+    log.append(events)
+    text = f"PREFIX : <{EX}>\nSELECT * WHERE {{ ?x :p ?y . ?x :q ?z . ?x :r ?w }}\n"
+    query = registry.create(text, "ep-sparql", (), 0, {"policy": "chronological"})
+    old = (CHECKPOINTS / "epsparql-bgp-chronological-format4.ckpt").read_bytes()
+    checkpoints.save(query.id, old)  # position 2: a r f and a q e read
+    plan = _compile_with_options(query)
+    with pytest.raises(StateMismatch):
+        load_state(checkpoints.load(query.id), plan.automaton)
+    engine = InProcessEngine(
+        log, registry, checkpoints, OxigraphMatchSink(kb), _compile_with_options,
+        lambda plan: GpmEvaluator(plan.gpms, kb), checkpoint_interval=0.0, poll_interval=0.05, clock=clock,
+    )  # fmt: skip
+    engine.drain()
+    assert registry.get(query.id).status != FAILED
+    fresh = Replay(plan, GpmEvaluator(plan.gpms, KnowledgeBase())).run(number_events([events]))
+    assert [(m.start_time, m.end_time) for m in fresh] == [(1.0, 5.0)]
+    assert graphs_of(kb, query.iri) == [match_iri(query.id, m) for m in fresh]
+    assert load_state(checkpoints.load(query.id), plan.automaton).position == 3

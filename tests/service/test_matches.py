@@ -220,3 +220,46 @@ def test_purge_drops_a_querys_graphs_and_their_metadata(kb):
     left = select(kb, f"SELECT DISTINCT ?g WHERE {{ GRAPH <{MATCHES_GRAPH}> {{ ?g ?p ?o }} }}")
     assert left == [{"g": f"<{other.iri}>"}]
     assert sink.write(mine) == mine  # gone means gone: writing them again creates them
+
+
+class _CrashingStore:
+    """An Oxigraph store whose `extend` fails (the process dies before the batch's transaction),
+    noting what each `update` left in the store's metadata graph."""
+
+    def __init__(self, store: ox.Store) -> None:
+        self.store, self.after_update = store, []
+
+    def update(self, text: str) -> None:
+        self.store.update(text)
+        self.after_update.append(sorted(str(q) for q in self.store.quads_for_pattern(None, None, None, None)))
+
+    def extend(self, quads) -> None:
+        raise OSError("crash")
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+
+def test_an_empty_match_graph_appears_with_its_metadata_and_a_crash_leaves_the_rest_to_the_replay(kb):
+    """pyoxigraph's `extend` cannot create an empty graph: the batch's empty graphs and their
+    metadata are one SPARQL update (one transaction) before the batch's `extend`."""
+    template = (TriplePattern(Var("house"), IRI("urn:t:in"), Var("city")),)  # ?city unbound: no triple
+    empty = graph_of(a_match(events=(1, 2)), form=ConstructForm(template))
+    full = graph_of(
+        a_match(events=(3, 4)),
+        form=ConstructForm((TriplePattern(Var("house"), IRI("urn:t:p"), Var("fare")),)),
+    )
+    real = kb.store
+    crashing = _CrashingStore(real)
+    kb.store = crashing
+    with pytest.raises(OSError, match="crash"):
+        OxigraphMatchSink(kb).write([empty, full])
+    expected_metadata = sorted(str(q) for q in ox.parse(empty.nquads(), ox.RdfFormat.N_QUADS))
+    assert crashing.after_update == [expected_metadata]  # the graph's metadata, nothing of `full`
+    assert sorted(str(g) for g in real.named_graphs()) == sorted([f"<{empty.iri}>", f"<{MATCHES_GRAPH}>"])
+    kb.store = real
+    sink = OxigraphMatchSink(kb)
+    assert sink.write([empty, full]) == [full]  # the replay writes what the crash lost, once
+    assert sink.count(QIRI) == 2 and len(real) == len(expected_metadata) + len(
+        list(ox.parse(full.nquads(), ox.RdfFormat.N_QUADS))
+    )

@@ -4,6 +4,8 @@ in the middle of a stream, background-knowledge updates, unregistering."""
 
 from __future__ import annotations
 
+import json
+import pickle
 import random
 import time
 
@@ -11,9 +13,11 @@ import pytest
 
 from rsep.plugin.events import GraphEvent
 from rsep.plugin.log import LogRecord
+from rsep.plugin.nfa.snapshot import fingerprint
 from rsep.plugin.replay import NumberedEvent, Replay, number_events
 from rsep.plugin.service.matches import match_iri
 from rsep.plugin.spark.log_source import SnapshotFiles
+from rsep.plugin.spark.streaming import _DRIVER_MAGIC
 from rsep.plugin.store.gpm import GpmEvaluator
 from rsep.plugin.store.rdfio import load_into
 from tests.endpoint_streaming.conftest import SMART_GRID, smart_grid_events
@@ -124,6 +128,37 @@ def test_a_crash_in_the_middle_of_a_stream_loses_nothing_and_repeats_nothing(mak
 
 def _records(events):
     return (LogRecord(i, e) for i, e in enumerate(events))
+
+
+def test_a_driver_checkpoint_of_another_automaton_replays_the_query_from_its_registration(make_node, kb):
+    """The driver checkpoint names the automaton the state store's NFA states belong to; one
+    of another automaton (an older rsep compiled the query differently, or wrote no
+    fingerprint) is dropped with Spark's checkpoint, and the query is read again from its
+    registration (a new streaming query id in Spark's metadata), finding every graph once."""
+    events = synthetic_events(30)
+    first = make_node()
+    first.engine.start()
+    query = first.register(QUERIES["any"], start=0)
+    first.ingest(events[:15])
+    first.wait(query)
+    first.engine.stop()
+    metadata = first.checkpoints.root / query.id / "spark" / "metadata"
+    spark_id = json.loads(metadata.read_text())["id"]
+    payload = first.checkpoints.load(query.id)
+    assert payload is not None and payload.startswith(_DRIVER_MAGIC)
+    driver = pickle.loads(payload[len(_DRIVER_MAGIC) :])
+    assert driver["automaton"] == fingerprint(plan_of("any").automaton)
+    del driver["automaton"]  # as an rsep before fingerprints wrote it
+    first.checkpoints.save(query.id, _DRIVER_MAGIC + pickle.dumps(driver))
+
+    second = make_node()
+    second.engine.start()
+    second.ingest(events[15:])
+    second.wait(query)
+    assert json.loads(metadata.read_text())["id"] != spark_id
+    expected = sorted(match_iri(query.id, m) for m in reference(plan_of("any"), list(_records(events))))
+    assert graph_iris(kb, query.iri) == expected
+    assert second.engine.progress(query.id).matches == len(expected)
 
 
 def test_a_knowledge_base_update_reaches_the_batches_planned_after_it(make_node, kb):
