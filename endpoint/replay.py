@@ -9,7 +9,8 @@ before the query (or a later rule) reads them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -23,14 +24,14 @@ from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.replay import NumberedEvent, Replay, number_events
 from rsep.plugin.results import Projector, Solution, jsonl_line, srj_document
 from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
-from rsep.plugin.store.prepare import check_plan
+from rsep.plugin.store.prepare import check_plan, check_window_plan
 from rsep.plugin.store.rdfio import DataError, events_trig, load_into, read_event_file, timestamp_position
 from rsep.plugin.store.windows import replay_window_events
 from rsep.plugin.windows import is_window_query, plan_windows
 from rsep.plugin.windows.chain import CycleError, dependency_order
 from rsep.plugin.windows.functions import to_ticks
 from rsep.plugin.windows.output import WindowRun
-from rsep.plugin.windows.plan import Form
+from rsep.plugin.windows.plan import Form, WindowPlan
 
 Streams = dict[str, list[GraphEvent]]
 """Events per stream IRI, each list in time order."""
@@ -142,12 +143,27 @@ def _utf8(data: bytes, path: Path) -> str:
 def compile_file(query: EventQuery, path: Path) -> QueryPlan:
     """`compile_query` and Oxigraph's check of the plan's SPARQL, their errors located in the
     query file."""
-    try:
+    with _located_in(path):
         plan = compile_query(query)
         check_plan(plan)
+    return plan
+
+
+def plan_window_file(query: EventQuery, path: Path) -> WindowPlan:
+    """`plan_windows` and Oxigraph's check of the plan's SPARQL (CQELS-CEP's event clauses, the
+    window query), before any file is read, their errors located in the query file."""
+    with _located_in(path):
+        plan = plan_windows(query)
+        check_window_plan(plan)
+    return plan
+
+
+@contextmanager
+def _located_in(path: Path) -> Iterator[None]:
+    try:
+        yield
     except CompileError as error:
         raise error.located(str(path)) from None
-    return plan
 
 
 def read_streams(plan: QueryPlan, streams: Sequence[StreamFile]) -> list[list[GraphEvent]]:
@@ -206,16 +222,12 @@ def _check_one_kind_of_time(
         elsewhere = f"{other[0]}" + (f":{other_line}:{other_column}" if other_line is not None else "")
         raise DataError(
             str(path),
-            f"timestamp {event.time.lexical} is {_kind(event)}, but {elsewhere} gives "
-            f"{other[1].time.lexical}, {_kind(other[1])}: the timestamps of one run must all be "
+            f"timestamp {event.time.lexical} is {event.time.kind}, but {elsewhere} gives "
+            f"{other[1].time.lexical}, {other[1].time.kind}: the timestamps of one run must all be "
             "xsd:dateTimes or all numbers (epoch seconds and abstract time units do not compare)",
             line,
             column,
         )
-
-
-def _kind(event: GraphEvent) -> str:
-    return "a number" if event.time.numeric else "an xsd:dateTime"
 
 
 def load_rules(request: RunRequest) -> tuple[list[Rule], list[Rule]]:
@@ -235,6 +247,7 @@ def load_rules(request: RunRequest) -> tuple[list[Rule], list[Rule]]:
         elif any(other.query.produced_stream == rule.query.produced_stream for other in stream_rules):
             raise UsageError(f"{path}: another --rule also produces <{rule.query.produced_stream}>")
         else:
+            plan_window_file(rule.query, path)  # refused now, not after the inputs are read
             stream_rules.append(rule)
     return stream_rules, event_rules
 
@@ -332,7 +345,7 @@ def run_windows(
         )
     if request.engine != "inprocess":
         request.warnings.append("window queries (C-SPARQL, CQELS) run in-process: --engine spark is not used")
-    plan = plan_windows(query)
+    plan = plan_window_file(query, request.query_file)
     kb = load_kb(request.kb)
     streams = read_inputs(request.streams, [query, *(r.query for r in stream_rules)], stream_rules)
     derive_streams(stream_rules, kb, streams)

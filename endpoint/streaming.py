@@ -44,9 +44,9 @@ from rsep.plugin.service.registry import RegisteredQuery, Registry
 from rsep.plugin.service.split import SplitEngine
 from rsep.plugin.store.gpm import GpmEvaluator
 from rsep.plugin.store.matches import OxigraphMatchSink
-from rsep.plugin.store.prepare import check_plan
+from rsep.plugin.store.prepare import check_plan, check_window_plan
 from rsep.plugin.store.windows import OxigraphWindows
-from rsep.plugin.windows.plan import WindowPlan, WindowPlanError, is_window_query, plan_windows
+from rsep.plugin.windows.plan import WindowPlan, is_window_query, plan_windows
 
 EXTENSION = "rsep.streaming"
 SHUTDOWN = "rsep.shutdown"
@@ -178,10 +178,9 @@ def compile_text(
     if is_window_query(query):
         if policy not in (None, ConsumptionPolicy.UNRESTRICTED.value):
             raise CompileError("policy applies to event patterns, not to window queries (C-SPARQL, CQELS)")
-        try:
-            return plan_windows(query)
-        except WindowPlanError as error:
-            raise CompileError(str(error)) from None
+        window_plan = plan_windows(query)
+        check_window_plan(window_plan)
+        return window_plan
     if policy is not None:
         query = replace(query, consumption=ConsumptionPolicy(policy))
     plan = compile_query(query)

@@ -2,8 +2,9 @@
 
 Checks in Fuseki's order: content type (415), the `stream` parameter (400),
 the payload (400 with line and column; a bad payload is rejected whole), the
-order of timestamps (400). The 202 answer is sent only once the events are
-fsynced in the event log; then the streaming engine is told.
+order of timestamps and their kind (400; the log holds xsd:dateTimes or
+numbers, never both: they do not compare). The 202 answer is sent only once
+the events are fsynced in the event log; then the streaming engine is told.
 
 The REGISTER STREAM queries (rsep.plugin.service.producers) are evaluated at
 the closes the request makes final, and the events they derive go into the
@@ -28,8 +29,8 @@ from rsep.endpoint import streaming as streaming_setup
 from rsep.endpoint.errors import BadRequest, UnsupportedMediaType
 from rsep.endpoint.streaming import Streaming, streaming
 from rsep.plugin.events import Timestamp
-from rsep.plugin.log import OutOfOrderError
-from rsep.plugin.store.rdfio import MEDIA_TYPES, DataError, parse_events
+from rsep.plugin.log import MixedTimeError, OutOfOrderError
+from rsep.plugin.store.rdfio import MEDIA_TYPES, DataError, parse_events, payload_timestamp_position
 
 bp = Blueprint("streams", __name__)
 
@@ -51,21 +52,31 @@ def ingest() -> tuple[Response, int]:
         _not_produced(service, stream)
         log = service.log
         first = log.next_position
+        arrival = arrival_time(log.last_time)
         try:
-            events = parse_events(
-                data, fmt, stream, source="body", scope=f"r{first}", default_time=arrival_time(log.last_time)
-            )
+            events = parse_events(data, fmt, stream, source="body", scope=f"r{first}", default_time=arrival)
             appended = service.producers.append(events)
         except DataError as error:
             raise BadRequest(error.message, parameter="body", line=error.line, column=error.column) from None
         except OutOfOrderError as error:
             raise BadRequest(str(error), parameter="body") from None
+        except MixedTimeError as error:
+            raise _mixed_kinds(error, data, arrival) from None
         service.engine.notify(appended.records)
     derived = [{"position": r.position, "stream": r.event.stream, "time": r.event.time.json()}
                for r in appended.derived]  # fmt: skip
     body = {"stream": stream, "accepted": appended.accepted, "first_position": appended.positions.start,
             "next_position": appended.positions.stop, "derived": derived}  # fmt: skip
     return jsonify(body), 202
+
+
+def _mixed_kinds(error: MixedTimeError, data: bytes, arrival: Timestamp) -> BadRequest:
+    """The 400 for an event of the other kind of time than the log's, at its timestamp triple."""
+    message = str(error)
+    if error.event.time is arrival:
+        message += f" ({error.event.name} has no prov:generatedAtTime: it was given the arrival time)"
+    line, column = payload_timestamp_position(data, error.event.name)
+    return BadRequest(message, parameter="body", line=line, column=column)
 
 
 def _not_produced(service: Streaming, stream: str) -> None:

@@ -36,7 +36,7 @@ from lark.tree import Meta
 from lark.visitors import v_args
 
 from rsep.grammar.csparql import check_window, parse_duration
-from rsep.grammar.sparql_transformer import QueryParts, StaticSemanticsError
+from rsep.grammar.sparql_transformer import QueryParts
 from rsep.grammar.window_forms import WindowQueryForms
 from rsep.plugin.algebra.events import (
     CQELS,
@@ -53,6 +53,7 @@ from rsep.plugin.algebra.events import (
     SelectForm,
     SelectionStrategy,
     Sequence,
+    SourcePosition,
     StreamDecl,
     TimeWindow,
     Window,
@@ -126,9 +127,12 @@ class _Clauses:
     names: int = 0
     blocks: dict[str, list[WindowElement]] = field(default_factory=dict)
 
-    def gpm(self, window: str, pattern: GroupPattern) -> GraphPatternEvent:
+    def gpm(self, window: str, pattern: GroupPattern, where: object | Meta) -> GraphPatternEvent:
+        """Element pattern P<n>, positioned where it is written (its `{`, or its window block)
+        for the errors found after parsing (compile_query, Oxigraph's check of its query)."""
         self.names += 1
-        return GraphPatternEvent(f"P{self.names}", (window,), pattern)
+        position = SourcePosition(*self.transformer.position(where))
+        return GraphPatternEvent(f"P{self.names}", (window,), pattern, position)
 
     def sequence(self, elements: list[EventPattern]) -> Sequence:
         any_ = SelectionStrategy.SKIP_TILL_ANY
@@ -139,7 +143,7 @@ class _Clauses:
         assert block.stream is not None
         clauses = [e for e in block.pattern.elements if isinstance(e, _EventClause)]
         if not clauses:
-            return self.gpm(block.stream, block.pattern)
+            return self.gpm(block.stream, block.pattern, block)
         clause = clauses[0]
         if len(block.pattern.elements) > 1:
             raise self.transformer.fail(
@@ -154,7 +158,7 @@ class _Clauses:
         elements: list[EventPattern] = []
         for item in clause.items:
             assert isinstance(item.target, GroupPattern)
-            gpm = self.gpm(block.stream, item.target)
+            gpm = self.gpm(block.stream, item.target, item.meta)
             elements.append(Negation(gpm) if item.negated else gpm)
         return self.sequence(elements)
 
@@ -210,7 +214,7 @@ class CqelsTransformer(WindowQueryForms):
         stream, window, pattern = children
         check_window(self, window, meta)
         self._uses.append(_Use(False, stream, window, meta))
-        return self._element(stream, pattern)
+        return self._element(stream, pattern, meta)
 
     @v_args(meta=True)
     def window_graph_pattern(self, meta: Meta, children: list[Any]) -> WindowElement:
@@ -220,7 +224,7 @@ class CqelsTransformer(WindowQueryForms):
             check_window(self, window, meta)
             self._inline.append(_NamedWindow(name, stream, window, meta))
         self._uses.append(_Use(True, name, None, meta))
-        return self._element(name, pattern)
+        return self._element(name, pattern, meta)
 
     def window_source(self, children: list[Any]) -> tuple[IRI, Window]:
         stream, window = children
@@ -290,8 +294,9 @@ class CqelsTransformer(WindowQueryForms):
             test = PathSequence((test, cast(Path, PathSelf(node))))
         return _NodeTest(test, meta)
 
-    def _element(self, target: IRI, pattern: GroupPattern) -> WindowElement:
+    def _element(self, target: IRI, pattern: GroupPattern, meta: Meta) -> WindowElement:
         node = WindowElement(target.value, pattern)
+        self.remember(node, *self.position(meta))
         self._blocks.append(node)
         self.set_scope(node, self.scope(pattern))
         return node
@@ -300,7 +305,7 @@ class CqelsTransformer(WindowQueryForms):
 
     def finish_query(self, form: Any, prologue: Prologue, values: InlineData | None) -> Any:
         if values is not None:
-            raise StaticSemanticsError("a trailing VALUES clause does not apply to a CQELS query", 1, 1)
+            raise self.fail("a trailing VALUES clause does not apply to a CQELS query", values)
         return replace(form, prologue=prologue)
 
     def _query(self, form: SelectForm | ConstructForm, parts: QueryParts, meta: Meta) -> EventQuery:

@@ -23,7 +23,7 @@ from lark import Token
 from lark.tree import Meta
 from lark.visitors import v_args
 
-from rsep.grammar.sparql_transformer import QueryParts, SparqlTransformer, StaticSemanticsError, resolve_iri
+from rsep.grammar.sparql_transformer import QueryParts, SparqlTransformer, resolve_iri
 from rsep.grammar.window_forms import WindowQueryForms
 from rsep.plugin.algebra.events import (
     CSPARQL,
@@ -122,7 +122,7 @@ class CsparqlTransformer(WindowQueryForms):
         register = children[0] if isinstance(children[0], _Register) else None
         prologue, form, values = children[-3:]
         if values is not None:
-            raise StaticSemanticsError("a trailing VALUES clause does not apply to a C-SPARQL query", 1, 1)
+            raise self.fail("a trailing VALUES clause does not apply to a C-SPARQL query", values)
         query: EventQuery = replace(form, prologue=prologue)
         if register is None:
             return query

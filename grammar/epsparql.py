@@ -9,7 +9,16 @@ juxtaposition -> EventJoin (Join), SEQ -> Sequence with skip-till-any
 Equals, OPTIONALSEQ -> OptionalSequence (SeqRightJoin), EQUALSOPTIONAL ->
 EqualsOptional (EqLeftJoin), UNION -> Disjunction, OPTIONAL -> EventLeftJoin,
 FILTER -> EventFilter over its group (getDURATION() etc. refer to that
-group's interval). `GRAPH <kb> {...}` blocks at the top level read the
+group's interval). As SPARQL 1.1 translates a group (§18.2.2.6), elements
+fold left: BIND -> EventBind over the group's patterns written before it
+(Extend; the time functions read their interval), VALUES -> EventValues (a
+join with a static table, applied with the next OPTIONAL, BIND or the end of
+the group, so the triple patterns around it stay one join group); a BIND
+written before any pattern reads only the VALUES and BINDs before it; a
+trailing VALUES clause joins the whole WHERE (compile/plan.py, after its
+FILTERs). Neither adds a triple occurrence: what would join only them (a
+group of VALUES, an OPTIONAL after nothing else) has no interval and is
+refused at them. `GRAPH <kb> {...}` blocks at the top level read the
 background knowledge base and join with the event mappings (RSEP-QL's MATCH).
 A property path that needs several triples (`:p/:q`, `^(:p/:q)`) becomes the
 join of one GPM per triple, with fresh `?__path` variables for the nodes in
@@ -17,7 +26,7 @@ between: a path over triple occurrences, its interval their hull.
 
 What has no meaning on a stream whose answers are reported as detected and
 never retracted (§4.2, time-wise monotonicity) is refused where it is
-written: aggregates, GROUP BY, HAVING, ORDER BY, EXISTS, MINUS, BIND, VALUES,
+written: aggregates, GROUP BY, HAVING, ORDER BY, EXISTS, MINUS,
 SERVICE, ASK, DESCRIBE, arbitrary-length paths, and LIMIT/OFFSET on a
 CONSTRUCT (its solutions feed the stream). docs/semantics.md has the reasons.
 """
@@ -45,23 +54,27 @@ from rsep.plugin.algebra.events import (
     Disjunction,
     Equals,
     EqualsOptional,
+    EventBind,
     EventFilter,
     EventJoin,
     EventLeftJoin,
     EventPattern,
     EventQuery,
+    EventValues,
     GraphPatternEvent,
     MatchElement,
     OptionalSequence,
     SelectForm,
     SelectionStrategy,
     Sequence,
+    event_children,
 )
 from rsep.plugin.algebra.sparql import (
     BGP,
     IRI,
     Aggregate,
     BinaryOp,
+    Bind,
     Expr,
     Filter,
     FunctionCall,
@@ -110,6 +123,8 @@ class _Translation:
     background: list[GraphGraphPattern] = field(default_factory=list)
     late_filters: list[Filter] = field(default_factory=list)
     path_nodes: int = 0
+    top_binds: list[tuple[Bind, frozenset[str]]] = field(default_factory=list)
+    """BINDs of the top-level group, with the variables the patterns before them bind."""
 
 
 _NOT_MONOTONE = (
@@ -125,10 +140,6 @@ _REFUSED = {
     "EXISTS": "EXISTS and NOT EXISTS are not part of EP-SPARQL (§4.2 defines no interval for them): "
     "write the pattern into the query, or NOT EXISTS as OPTIONAL and !BOUND",
     "MINUS": "MINUS is not part of EP-SPARQL (§4.2 defines no interval for it): write OPTIONAL and !BOUND",
-    "BIND": "BIND is not supported in an EP-SPARQL query: compute the value in the SELECT clause, "
-    "(expression AS ?var), or in a CONSTRUCT rule's sub-SELECT",
-    "VALUES": "VALUES is not supported in an EP-SPARQL query: put static data into the knowledge base "
-    "(--kb) and join it with GRAPH <kb> { ... }",
     "SERVICE": "SERVICE is not supported in an EP-SPARQL query",
     "ASK": "an EP-SPARQL query reports solutions as they are detected: ASK has one answer for the whole "
     "stream; use SELECT ... LIMIT 1 (the first solution, if any)",
@@ -162,9 +173,6 @@ class EpsparqlTransformer(SparqlTransformer):
 
     # ------------------------------------------------------------------ refused where written
 
-    def _refuse(self, what: str, where: Meta | Token | object) -> StaticSemanticsError:
-        return self.fail(_REFUSED[what], where)
-
     def aggregate(self, children: list[Any]) -> Aggregate:
         node = super().aggregate(children)
         raise self.fail(
@@ -179,16 +187,23 @@ class EpsparqlTransformer(SparqlTransformer):
     order_clause = _refusing("ORDER BY")
     exists_func = not_exists_func = _refusing("EXISTS")
     minus_graph_pattern = _refusing("MINUS")
-    bind = _refusing("BIND")
-    inline_data = _refusing("VALUES")
     service_graph_pattern = _refusing("SERVICE")
     ask_query = _refusing("ASK")
     describe_query = _refusing("DESCRIBE")
 
+    # ------------------------------------------------------------------ positioned for later checks
+
     @v_args(meta=True)
-    def values_clause(self, meta: Meta, children: list[Any]) -> None:
-        if children:
-            raise self._refuse("VALUES", meta)
+    def bind(self, meta: Meta, children: list[Any]) -> Bind:
+        node = super().bind(children)
+        self.remember(node, *self.position(meta))
+        return node
+
+    @v_args(meta=True)
+    def inline_data(self, meta: Meta, children: list[InlineData]) -> InlineData:
+        node = super().inline_data(children)
+        self.remember(node, *self.position(meta))
+        return node
 
     @v_args(meta=True)
     def limit_clause(self, meta: Meta, children: list[int]) -> Any:
@@ -256,9 +271,21 @@ class EpsparqlTransformer(SparqlTransformer):
         return self._query(ConstructForm(parts.template), parts, meta)
 
     def finish_query(self, form: Any, prologue: Prologue, values: InlineData | None) -> Any:
+        """A trailing VALUES joins the query's solutions (SPARQL §18.2.4.3): it goes into the WHERE
+        after the background and its FILTERs (`compile.plan.attach_background` joins it last)."""
         if values is not None:
-            raise StaticSemanticsError("a trailing VALUES clause does not apply to an EP-SPARQL query", 1, 1)
+            self._check_trailing(values, form.solution_projection)
+            form = replace(form, where=GroupPattern((*form.where.elements, values)))
         return replace(form, prologue=prologue)
+
+    def _check_trailing(self, values: InlineData, projection: tuple[Projection, ...] | None) -> None:
+        if projection is not None:
+            raise self.fail(
+                "a trailing VALUES clause would join the sub-SELECT's projected solutions, which an "
+                "EP-SPARQL query computes per solution after its pattern: write the VALUES inside the "
+                "sub-SELECT's WHERE group",
+                values,
+            )
 
     def _query(self, form: SelectForm | ConstructForm, parts: QueryParts, meta: Meta) -> EventQuery:
         sliced = parts.modifiers.limit is not None or parts.modifiers.offset is not None
@@ -272,18 +299,21 @@ class EpsparqlTransformer(SparqlTransformer):
             raise self.fail("FROM and FROM NAMED do not apply to EP-SPARQL: use GRAPH <kb> { ... }", meta)
         assert parts.where is not None
         state = _Translation()
-        where = _top_level(parts.where)
+        where, trailing = _trailing_values(_top_level(parts.where))
         projection = None
         if len(where.elements) == 1 and isinstance(where.elements[0], SubSelect):
             sub = where.elements[0].query
             self._check_sub_select(sub, meta)
             where, projection = _top_level(sub.where), sub.projection
+        for values in trailing:
+            self._check_trailing(values, projection)
         pattern = self._translate(where, state, top=True)
+        self._check_top_binds(state)
         return EventQuery(
             dialect=EPSPARQL,
             form=form,
             streams=(),
-            where=GroupPattern((MatchElement(pattern), *state.background, *state.late_filters)),
+            where=GroupPattern((MatchElement(pattern), *state.background, *state.late_filters, *trailing)),
             modifiers=parts.modifiers,
             solution_projection=projection,
         )
@@ -306,20 +336,82 @@ class EpsparqlTransformer(SparqlTransformer):
     # ------------------------------------------------------------------ translation
 
     def _translate(self, group: GroupPattern, state: _Translation, *, top: bool = False) -> EventPattern:
+        """The group folded left as SPARQL §18.2.2.6 does; `statics` are the VALUES (and the BINDs
+        written before any pattern) not applied yet: they join what is folded next."""
         parts: list[EventPattern] = []
+        statics: list[Bind | InlineData] = []
         filters: list[Filter] = []
         for element in group.elements:
             if isinstance(element, Filter):
                 filters.append(element)
             elif isinstance(element, OptionalPattern):
-                left = self._joined(parts, element)
-                parts = [EventLeftJoin(left, self._translate(element.pattern, state))]
+                left = self._folded(parts, statics, element)
+                parts, statics = [EventLeftJoin(left, self._translate(element.pattern, state))], []
             elif isinstance(element, GraphGraphPattern) and top:
                 state.background.append(element)
+            elif isinstance(element, Bind) and parts:
+                before = self._folded(parts, statics, element)
+                if top:
+                    state.top_binds.append((element, _event_vars(before)))
+                parts, statics = [EventBind(before, element.expr, element.var)], []
+            elif isinstance(element, (Bind, InlineData)):
+                if top and isinstance(element, Bind):
+                    state.top_binds.append((element, _static_vars(statics)))
+                statics.append(element)
             else:
                 parts.extend(self._element(element, state))
-        pattern = self._joined(parts, group)
+        pattern = self._folded(parts, statics, group)
         return self._filtered(pattern, filters, state, top=top)
+
+    def _folded(
+        self, parts: list[EventPattern], statics: list[Bind | InlineData], where: Node
+    ) -> EventPattern:
+        """The group's patterns so far joined, then the pending VALUES and BINDs applied in order."""
+        if not parts and statics:
+            raise self._no_interval(statics[0], where)
+        pattern = self._joined(parts, where)
+        for index, static in enumerate(statics):
+            if isinstance(static, InlineData):
+                pattern = EventValues(pattern, static)
+                continue
+            if _uses_time(static.expr):
+                raise self.fail(
+                    "getDURATION(), getSTARTTIME() and getENDTIME() in a BIND read the interval of the "
+                    "patterns written before it in its group, and this BIND comes before any: write it "
+                    "after a triple pattern",
+                    static,
+                )
+            pattern = EventBind(pattern, static.expr, static.var, leading=index)
+        return pattern
+
+    def _no_interval(self, static: Bind | InlineData, where: Node) -> StaticSemanticsError:
+        what = "BIND" if isinstance(static, Bind) else "VALUES"
+        if isinstance(where, OptionalPattern):
+            joined = "an OPTIONAL extends what its group has before it, and here that is only"
+        else:
+            joined = "its group has no triple pattern, only"
+        return self.fail(
+            f"{what} adds no triple occurrence, and {joined} VALUES and BIND: those solutions would have "
+            "no interval (EP-SPARQL §4.2 stamps a solution with the interval of its triple occurrences); "
+            "write a triple pattern in the group",
+            static,
+        )
+
+    def _check_top_binds(self, state: _Translation) -> None:
+        """The knowledge base joins the whole pattern (at a mandatory triple pattern, `GRAPH <kb>`
+        above), so a top-level BIND cannot be placed after it: one that reads what only the
+        knowledge base binds is refused."""
+        background = frozenset().union(*(_graph_vars(block) for block in state.background))
+        for bind, before in state.top_binds:
+            read = sorted((expr_vars(bind.expr) & background) - before)
+            if read:
+                names = ", ".join("?" + name for name in read)
+                raise self.fail(
+                    f"this BIND reads {names}, which the knowledge base (GRAPH <kb>) binds: rsep joins the "
+                    "knowledge base with the whole event pattern, not before a BIND; compute the value in "
+                    "the SELECT clause, (expression AS ?var)",
+                    bind,
+                )
 
     def _element(self, element: Node, state: _Translation) -> list[EventPattern]:
         if isinstance(element, BGP):
@@ -439,15 +531,29 @@ def _combine(operator: str, left: EventPattern, right: EventPattern) -> EventPat
 
 
 def _event_vars(pattern: EventPattern) -> frozenset[str]:
+    """The variables an event pattern may bind (its BINDs and VALUES included)."""
     if isinstance(pattern, GraphPatternEvent):
         return pattern_vars(pattern.pattern)
-    children: tuple[Any, ...] = ()
-    for name in ("elements", "operands"):
-        children += getattr(pattern, name, ())
-    for name in ("left", "right", "element"):
-        if hasattr(pattern, name):
-            children += (getattr(pattern, name),)
-    return frozenset().union(*(_event_vars(child) for child in children))
+    own: frozenset[str] = frozenset()
+    if isinstance(pattern, EventBind):
+        own = frozenset((pattern.var.name,))
+    elif isinstance(pattern, EventValues):
+        own = frozenset(v.name for v in pattern.data.vars)
+    return own.union(*(_event_vars(child) for child in event_children(pattern)))
+
+
+def _static_vars(statics: list[Bind | InlineData]) -> frozenset[str]:
+    """The variables VALUES and BINDs bind, for a BIND written after them before any pattern."""
+    return frozenset(
+        name
+        for static in statics
+        for name in ([static.var.name] if isinstance(static, Bind) else [v.name for v in static.vars])
+    )
+
+
+def _graph_vars(block: GraphGraphPattern) -> frozenset[str]:
+    own = frozenset((block.name.name,)) if isinstance(block.name, Var) else frozenset()
+    return own | pattern_vars(block.pattern)
 
 
 def _uses_time(expr: Expr) -> bool:
@@ -456,6 +562,17 @@ def _uses_time(expr: Expr) -> bool:
             _uses_time(a) for a in expr.args
         )
     return any(_uses_time(getattr(expr, n)) for n in ("left", "right", "operand") if hasattr(expr, n))
+
+
+def _trailing_values(where: GroupPattern) -> tuple[GroupPattern, tuple[InlineData, ...]]:
+    """`WHERE { P } VALUES ...` (the paper's braceless WHERE reads the VALUES into the WHERE group,
+    beside { P }): P is the top level and the VALUES joins its solutions, as a trailing VALUES
+    clause does (the same join: the group holds no FILTER that could see the data)."""
+    first, rest = where.elements[:1], where.elements[1:]
+    data = tuple(e for e in rest if isinstance(e, InlineData))
+    if first and isinstance(first[0], GroupPattern) and rest and len(data) == len(rest):
+        return _top_level(first[0]), data
+    return where, ()
 
 
 def _top_level(where: GroupPattern) -> GroupPattern:

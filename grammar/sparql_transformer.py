@@ -617,8 +617,13 @@ class SparqlTransformer(Transformer_NonRecursive):  # type: ignore[type-arg]
     def offset_clause(self, children: list[int]) -> _Offset:
         return _Offset(children[0])
 
-    def values_clause(self, children: list[InlineData]) -> InlineData | None:
-        return children[0] if children else None
+    @v_args(meta=True)
+    def values_clause(self, meta: Meta, children: list[InlineData]) -> InlineData | None:
+        """The data, positioned at its VALUES keyword so a dialect that refuses it can say where."""
+        if not children:
+            return None
+        self.remember(children[0], *_position_of(meta))
+        return children[0]
 
     # ----------------------------------------------------------------- [29]-[52] updates (validated only)
 

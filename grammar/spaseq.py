@@ -192,13 +192,6 @@ class SpaseqTransformer(SparqlTransformer):
             self.remember(modifiers, *self.position(meta))
         return modifiers
 
-    @v_args(meta=True)
-    def values_clause(self, meta: Meta, children: list[InlineData]) -> InlineData | None:
-        values = super().values_clause(children)
-        if values is not None:
-            self.remember(values, *self.position(meta))
-        return values
-
     def finish_query(self, form: Any, prologue: Prologue, values: InlineData | None) -> Any:
         if values is not None:
             raise StaticSemanticsError(

@@ -71,6 +71,11 @@ class Timestamp:
         moment = datetime.now(UTC)
         return cls(moment.timestamp(), moment.isoformat().replace("+00:00", "Z"), False)
 
+    @property
+    def kind(self) -> str:
+        """The kind of time, for messages: epoch seconds and abstract units do not compare."""
+        return "a number" if self.numeric else "an xsd:dateTime"
+
     def json(self) -> int | float | str:
         """As a JSON value: the number for numbers, the ISO string otherwise (`json_text` keeps
         a number's lexical form)."""

@@ -9,7 +9,10 @@ acknowledged, and opening the log cuts it off.
 Events must arrive in timestamp order across all streams (equal timestamps
 allowed): rank numbering, which strict contiguity rests on (docs/semantics.md),
 needs a total order, and a late event would change results already reported.
-A late event is rejected with the timestamp it is behind.
+A late event is rejected with the timestamp it is behind. For the same reason
+the log holds one kind of timestamp, the kind of its first event: xsd:dateTimes
+(epoch seconds) and numbers (abstract time units) do not compare, so an event
+of the other kind is rejected; the kind is read back from the log on reopening.
 
 Segments (`log/<first position>.jsonl`) roll over every `segment_size` events
 so that readers can seek to a position without scanning the whole history.
@@ -31,6 +34,15 @@ SEGMENT_SIZE = 50_000
 
 class OutOfOrderError(ValueError):
     """An event older than the newest accepted one."""
+
+
+class MixedTimeError(ValueError):
+    """An event whose timestamp is not of the log's kind (xsd:dateTime or number); `event` is
+    that event, for the caller to locate in its input."""
+
+    def __init__(self, message: str, event: GraphEvent) -> None:
+        super().__init__(message)
+        self.event = event
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +71,7 @@ class EventLog:
         self.segment_size = segment_size
         self.directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._next, self._last_time = self._recover()
+        self._next, self._last_time, self._numeric = self._recover()
 
     # ------------------------------------------------------------------ writing
 
@@ -70,6 +82,11 @@ class EventLog:
     @property
     def last_time(self) -> float | None:
         return self._last_time
+
+    @property
+    def numeric(self) -> bool | None:
+        """Are the log's timestamps numbers (False: xsd:dateTimes)? None while it is empty."""
+        return self._numeric
 
     def append(self, events: Sequence[GraphEvent]) -> range:
         """Append a request's events atomically; returns their positions."""
@@ -89,12 +106,19 @@ class EventLog:
                 _fsync_directory(self.directory)
             self._next = first + len(events)
             self._last_time = events[-1].time.seconds
+            self._numeric = events[-1].time.numeric
             return range(first, self._next)
 
     def check_order(self, events: Sequence[GraphEvent]) -> None:
-        """Raise OutOfOrderError unless `events` may follow the log's newest event, in order."""
+        """Raise OutOfOrderError unless `events` may follow the log's newest event, in order, and
+        MixedTimeError unless their timestamps are all of the log's kind."""
         last = self._last_time
+        numeric, first = self._numeric, None
         for event in events:
+            if numeric is None:
+                numeric, first = event.time.numeric, event
+            elif event.time.numeric != numeric:
+                raise _mixed(event, first)
             if last is not None and event.time.seconds < last:
                 raise OutOfOrderError(
                     f"event {event.name} at {event.time.lexical} is older than the newest accepted event "
@@ -137,23 +161,43 @@ class EventLog:
 
     # ------------------------------------------------------------------ recovery
 
-    def _recover(self) -> tuple[int, float | None]:
-        """Cut a torn last line (an unacknowledged request) and find where to go on."""
+    def _recover(self) -> tuple[int, float | None, bool | None]:
+        """Cut a torn last line (an unacknowledged request) and find where to go on: the next
+        position, and the time and kind of time of the newest event."""
         segments = self._segments()
         if not segments:
-            return 0, None
+            return 0, None, None
         _, path = segments[-1]
         _truncate_torn_tail(path)
-        next_position, last_time = segments[-1][0], None
+        next_position, newest = segments[-1][0], None
         for first, batch in _lines(path):
             next_position = first + len(batch)
             if batch:
-                last_time = float(batch[-1][2])  # type: ignore[arg-type]
-        if last_time is None and len(segments) > 1:
+                newest = batch[-1]
+        if newest is None and len(segments) > 1:
             for _first, batch in _lines(segments[-2][1]):
                 if batch:
-                    last_time = float(batch[-1][2])  # type: ignore[arg-type]
-        return next_position, last_time
+                    newest = batch[-1]
+        if newest is None:
+            return next_position, None, None
+        time = _decode(next_position - 1, newest).event.time
+        return next_position, time.seconds, time.numeric
+
+
+def _mixed(event: GraphEvent, first: GraphEvent | None) -> MixedTimeError:
+    """The error for `event`, whose kind of time differs from the log's (`first` None) or from the
+    first event of its own request, which sets the kind of an empty log."""
+    if first is None:
+        other = "numbers" if not event.time.numeric else "xsd:dateTimes"
+        before = f"the event log's timestamps are {other}"
+    else:
+        before = f"event {first.name} of the same request is at {first.time.lexical}, {first.time.kind}"
+    return MixedTimeError(
+        f"event {event.name} at {event.time.lexical} is {event.time.kind}, but {before}: the timestamps "
+        "of one event log must all be xsd:dateTimes or all numbers (epoch seconds and abstract time "
+        "units do not compare)",
+        event,
+    )
 
 
 def _lines(path: Path) -> Iterator[tuple[int, list[list[object]]]]:

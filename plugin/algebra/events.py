@@ -26,6 +26,7 @@ from typing import Union
 from rsep.plugin.algebra.sparql import (
     Expr,
     GroupPattern,
+    InlineData,
     Node,
     Projection,
     Prologue,
@@ -291,6 +292,33 @@ class EventFilter(Node):
 
 
 @dataclass(frozen=True, slots=True)
+class EventBind(Node):
+    """`BIND(expr AS ?var)` over event mappings (SPARQL 1.1 Extend, §18.2.2.5 and §18.5): every
+    solution of `element` (its group's patterns written before the BIND) with ?var bound to the
+    value of `expr`, or left unbound when `expr` raises an error; the interval stays `element`'s,
+    which getDURATION() and friends read. Patterns after the BIND join on ?var. `leading`: the
+    BIND is written before any triple pattern of its group, after that many VALUES and BINDs,
+    which are the `leading` EventValues and EventBind nodes directly below it and all that `expr`
+    reads (SPARQL extends what precedes it there; the patterns after it join); None: `expr` reads
+    `element`."""
+
+    element: EventPattern
+    expr: Expr
+    var: Var
+    leading: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EventValues(Node):
+    """Inline data (`VALUES`) joined with `element` (SPARQL 1.1 Join(P, ToMultiSet(data)),
+    §18.2.2.6 and §18.2.4.3): a static table, which adds no triple occurrence, so the interval
+    stays `element`'s. UNDEF in a row leaves its variable unbound (compatible with anything)."""
+
+    element: EventPattern
+    data: InlineData
+
+
+@dataclass(frozen=True, slots=True)
 class First(Node):
     """The earliest event mapping of `element` (RSEP-QL FIRST)."""
 
@@ -318,6 +346,8 @@ EventPattern = Union[
     EventLeftJoin,
     EventJoin,
     EventFilter,
+    EventBind,
+    EventValues,
     First,
     Last,
 ]
@@ -331,7 +361,9 @@ def event_children(pattern: EventPattern) -> tuple[EventPattern, ...]:
         return pattern.operands
     if isinstance(pattern, (Equals, OptionalSequence, EqualsOptional, EventLeftJoin)):
         return (pattern.left, pattern.right)
-    if isinstance(pattern, (KleenePlus, Negation, OptionalEvent, EventFilter, First, Last)):
+    if isinstance(
+        pattern, (KleenePlus, Negation, OptionalEvent, EventFilter, EventBind, EventValues, First, Last)
+    ):
         return (pattern.element,)
     return ()
 
@@ -446,6 +478,9 @@ class EventQuery(Node):
     """A sub-SELECT's projection between the pattern and the form (EP-SPARQL rule (5):
     `CONSTRUCT {...} WHERE { SELECT ((?n + 1) AS ?m) WHERE { P } }`): every solution of `where`
     is projected, expressions computed, before the form sees it. None: no sub-SELECT."""
+    position: SourcePosition | None = field(default=None, compare=False)
+    """Where the query form (SELECT, CONSTRUCT, ASK) is written, for errors about the query as a
+    whole found after parsing (a window query's SPARQL that Oxigraph refuses); None when unknown."""
 
     @property
     def name(self) -> str | None:

@@ -13,9 +13,11 @@ from rsep.plugin.algebra.events import (
     Disjunction,
     Equals,
     EqualsOptional,
+    EventBind,
     EventFilter,
     EventJoin,
     EventQuery,
+    EventValues,
     First,
     GraphPatternEvent,
     KleenePlus,
@@ -74,6 +76,14 @@ def _lines(node: Node, depth: int) -> list[str]:
         return [f"{pad}{label}", *_lines(node.left, depth + 1), *_lines(node.right, depth + 1)]
     if isinstance(node, EventFilter):
         return [f"{pad}FILTER {to_sparql(node.expr)}", *_lines(node.element, depth + 1)]
+    if isinstance(node, EventBind):
+        visible = "" if node.leading is None else f" (reading the {node.leading} below)"
+        return [
+            f"{pad}BIND({to_sparql(node.expr)} AS ?{node.var.name}){visible}",
+            *_lines(node.element, depth + 1),
+        ]
+    if isinstance(node, EventValues):
+        return [f"{pad}{' '.join(to_sparql(node.data).split())}", *_lines(node.element, depth + 1)]
     if isinstance(node, MatchElement):
         return [f"{pad}MATCH", *_lines(node.pattern, depth + 1)]
     if isinstance(node, WindowElement):

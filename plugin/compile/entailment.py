@@ -49,10 +49,12 @@ from rsep.plugin.algebra.events import (
     Disjunction,
     Equals,
     EqualsOptional,
+    EventBind,
     EventFilter,
     EventJoin,
     EventLeftJoin,
     EventPattern,
+    EventValues,
     First,
     GraphPatternEvent,
     KleenePlus,
@@ -485,6 +487,8 @@ def _map_gpms(pattern: EventPattern, visit: Callable[[GraphPatternEvent], GraphP
         return replace(pattern, operands=tuple(_map_gpms(e, visit) for e in pattern.operands))
     if isinstance(pattern, (Equals, OptionalSequence, EqualsOptional, EventLeftJoin)):
         return replace(pattern, left=_map_gpms(pattern.left, visit), right=_map_gpms(pattern.right, visit))
-    if isinstance(pattern, (KleenePlus, Negation, OptionalEvent, EventFilter, First, Last)):
+    if isinstance(
+        pattern, (KleenePlus, Negation, OptionalEvent, EventFilter, EventBind, EventValues, First, Last)
+    ):
         return replace(pattern, element=_map_gpms(pattern.element, visit))
     raise CompileError(f"entailment: unknown event operator {type(pattern).__name__}")

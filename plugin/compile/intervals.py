@@ -24,7 +24,17 @@ triple pattern) or a *join group*:
   intervals;
 - `L UNION R`: the orders of both;
 - FILTER: checked as soon as the parts of its group are all taken, with the
-  group's interval available to getDURATION()/getSTARTTIME()/getENDTIME().
+  group's interval available to getDURATION()/getSTARTTIME()/getENDTIME();
+- BIND (SPARQL's Extend) and VALUES (a join with a static table): applied at
+  the same moment over the parts written before them in their group, in
+  order with the FILTERs: BIND binds its variable if the run has not bound
+  it yet (a later pattern of the join may have occurred first) and otherwise
+  keeps the run only with the same term; VALUES joins the run's mapping
+  with each compatible row. Neither adds a part, so the interval is the
+  parts'. What a check sees of the mapping is what its group binds: a
+  variable only a BIND or VALUES of the group binds, and which it left
+  unbound (an error, UNDEF), is hidden even when a pattern outside the group
+  bound it (`MaybeUnbound`).
 
 Every constraint names the parts it reads, and a run keeps the interval of
 each part it took, so a conjunction step holding parts of both sides of an
@@ -60,7 +70,7 @@ that are not leaves (13 for three, 75 for four); patterns beyond
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import reduce
 from itertools import product
@@ -72,10 +82,12 @@ from rsep.plugin.algebra.events import (
     Disjunction,
     Equals,
     EqualsOptional,
+    EventBind,
     EventFilter,
     EventJoin,
     EventLeftJoin,
     EventPattern,
+    EventValues,
     GraphPatternEvent,
     Negation,
     OptionalSequence,
@@ -85,19 +97,26 @@ from rsep.plugin.algebra.events import (
 )
 from rsep.plugin.algebra.sparql import IRI, BinaryOp, Expr, FunctionCall, Literal
 from rsep.plugin.compile.automaton import CompileError
+from rsep.plugin.expr import stored_nt
 from rsep.plugin.nfa.automaton import (
     AntiJoin,
     Atom,
     Automaton,
     ConjunctionAtom,
     GpmAtom,
+    IntervalBind,
+    IntervalCheck,
     IntervalFilter,
     IntervalSpec,
+    IntervalValues,
     JoinAtom,
+    MaybeUnbound,
     Relation,
     ResidualFilter,
     State,
+    extension_marker,
 )
+from rsep.plugin.terms import term_to_nt
 
 MAX_ALTERNATIVES = 4096
 _ANY = SelectionStrategy.SKIP_TILL_ANY
@@ -111,13 +130,49 @@ Parts = frozenset[Part]
 
 
 @dataclass(frozen=True, slots=True)
+class View:
+    """What a check over some parts sees of a run's mapping: the variables they bind (`scope`),
+    of which `unbound` are bound by BINDs or VALUES only, which may leave them unbound."""
+
+    scope: frozenset[str]
+    unbound: tuple[MaybeUnbound, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class PartFilter:
     """A FILTER over the interval of `parts`, checked once `needs` (⊇ parts) are taken."""
 
     parts: Parts
     expr: Expr
-    scope: frozenset[str] | None
+    view: View
     needs: Parts
+
+
+Binding = tuple[str, str, bool]
+"""What a BIND or VALUES binds: (variable, its marker when left unbound, bound in every solution)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartBind:
+    """`IntervalBind` over parts: applied once `needs` (the parts written before it) are taken."""
+
+    needs: Parts
+    expr: Expr
+    view: View
+    binds: tuple[Binding, ...]
+    """One: the BIND's variable."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartValues:
+    """`IntervalValues`, applied once `needs` (the parts written before it) are taken."""
+
+    needs: Parts
+    rows: tuple[tuple[str | None, ...], ...]
+    binds: tuple[Binding, ...]
+
+
+PartCheck = PartFilter | PartBind | PartValues
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +183,7 @@ class PartAnti:
     parts: Parts
     relation: Relation
     later: Parts = frozenset()
-    scope: frozenset[str] | None = None
+    view: View | None = None
     condition: Expr | None = None
 
 
@@ -137,14 +192,15 @@ class Alternative:
     """One detection order: `steps[i]` are the parts taken together at step i
     (one timestamp); `after[part]` the parts whose end `part` must start
     after; `equal` pairs of part sets with equal intervals; `filters` the
-    FILTERs over the parts of their group; `anti` the anti-joins checked at
+    FILTERs over the parts of their group, and the BINDs and VALUES over the
+    parts before them, in the order they apply; `anti` the anti-joins checked at
     acceptance; `aux` set when this alternative records solutions for an
     anti-join instead of reporting matches."""
 
     steps: tuple[Parts, ...]
     after: Mapping[Part, Parts] = field(default_factory=dict)
     equal: tuple[tuple[Parts, Parts], ...] = ()
-    filters: tuple[PartFilter, ...] = ()
+    filters: tuple[PartCheck, ...] = ()
     anti: tuple[PartAnti, ...] = ()
     aux: int | None = None
 
@@ -165,6 +221,8 @@ class _Context:
     auxiliaries: list[list[Alternative]] = field(default_factory=list)
     bounded: list[bool] = field(default_factory=list)
     owner_bounded: bool = True
+    extensions: dict[EventPattern, int] = field(default_factory=dict)
+    """A number per BIND and VALUES node, for its markers (`extension_marker`)."""
 
     def auxiliary(self, pattern: EventPattern, relation: Relation) -> int:
         index = len(self.auxiliaries)
@@ -178,11 +236,48 @@ class _Context:
             self.owner_bounded = outer
         return index
 
-    def bound(self, alternative: Alternative) -> frozenset[str]:
-        """The variables an alternative's parts bind: what a FILTER or an anti-join over it
-        sees (the bindings of its own group's solution, SPARQL §18.2.2, not of other
-        parts that bind the same names, nor of the branches of a UNION not taken)."""
-        return frozenset().union(*(self.variables[name] for part in alternative.parts for name in part))
+    def view(self, alternative: Alternative) -> View:
+        """The variables an alternative's parts, BINDs and VALUES bind: what a FILTER, a BIND or
+        an anti-join over it sees (the bindings of its own group's solution, SPARQL §18.2.2, not
+        of other parts that bind the same names, nor of the branches of a UNION not taken)."""
+        gpms = frozenset().union(*(self.variables[name] for part in alternative.parts for name in part))
+        binds = (b for check in alternative.filters if not isinstance(check, PartFilter) for b in check.binds)
+        return _view(gpms, binds)
+
+    def binds(self, extension: EventBind | EventValues) -> tuple[Binding, ...]:
+        """What the BIND or VALUES node binds, with the markers of its number."""
+        number = self.extensions.setdefault(extension, len(self.extensions))
+        if isinstance(extension, EventBind):
+            var = extension.var.name
+            return ((var, extension_marker(number, var), False),)
+        rows = extension.data.rows
+        return tuple(
+            (v.name, extension_marker(number, v.name), all(row[i] is not None for row in rows))
+            for i, v in enumerate(extension.data.vars)
+        )
+
+    def leading_view(self, bind: EventBind) -> View:
+        """What a BIND written before any pattern of its group sees: the VALUES and BINDs before
+        it, the `bind.leading` nodes directly below it."""
+        binds: list[Binding] = []
+        node = bind.element
+        for _ in range(bind.leading or 0):
+            assert isinstance(node, (EventBind, EventValues))
+            binds += self.binds(node)
+            node = node.element
+        return _view(frozenset(), binds)
+
+
+def _view(certain: frozenset[str], binds: Iterable[Binding]) -> View:
+    """The view of parts binding `certain`, with BINDs and VALUES binding `binds`."""
+    always, maybe = set(certain), dict[str, list[str]]()
+    for var, marker, bound in binds:
+        if bound:
+            always.add(var)
+        else:
+            maybe.setdefault(var, []).append(marker)
+    unbound = tuple(MaybeUnbound(v, tuple(m)) for v, m in sorted(maybe.items()) if v not in always)
+    return View(frozenset(always | maybe.keys()), unbound)
 
 
 def flatten(pattern: EventPattern, *, joins: bool = True) -> tuple[list[Alternative], _Context]:
@@ -228,8 +323,10 @@ def _alternatives(pattern: EventPattern, context: _Context) -> list[Alternative]
         return [a for operand in pattern.operands for a in _alternatives(operand, context)]
     if isinstance(pattern, EventFilter):
         return [
-            _with_filter(a, pattern.expr, context.bound(a)) for a in _alternatives(pattern.element, context)
+            _with_filter(a, pattern.expr, context.view(a)) for a in _alternatives(pattern.element, context)
         ]
+    if isinstance(pattern, (EventBind, EventValues)):
+        return [_extended(a, pattern, context) for a in _alternatives(pattern.element, context)]
     if isinstance(pattern, (OptionalSequence, EqualsOptional, EventLeftJoin)):
         return _optional(pattern, context)
     if isinstance(pattern, Negation):
@@ -303,7 +400,7 @@ def _with_condition(
     side for LeftJoin, as §4.2 writes them)."""
     if condition is None:
         return alternative
-    check = PartFilter(interval, condition, context.bound(alternative), alternative.parts)
+    check = PartFilter(interval, condition, context.view(alternative), alternative.parts)
     return replace(alternative, filters=(*alternative.filters, check))
 
 
@@ -369,7 +466,7 @@ def _anti(
     return [
         _with_anti(
             alternative,
-            PartAnti(aux, alternative.parts, relation, scope=context.bound(alternative), condition=condition),
+            PartAnti(aux, alternative.parts, relation, view=context.view(alternative), condition=condition),
         )
         for alternative in _alternatives(mandatory, context)
     ]
@@ -442,9 +539,23 @@ def _interleavings(m: int, n: int) -> Iterator[list[tuple[bool, bool]]]:
             yield [(True, True), *rest]
 
 
-def _with_filter(a: Alternative, expr: Expr, scope: frozenset[str]) -> Alternative:
+def _with_filter(a: Alternative, expr: Expr, view: View) -> Alternative:
     parts = a.parts
-    return replace(a, filters=(*a.filters, PartFilter(parts, expr, scope, parts)))
+    return replace(a, filters=(*a.filters, PartFilter(parts, expr, view, parts)))
+
+
+def _extended(a: Alternative, pattern: EventBind | EventValues, context: _Context) -> Alternative:
+    """`a` with the BIND or VALUES over its parts applied last (see the module docstring)."""
+    check: PartCheck
+    if isinstance(pattern, EventBind):
+        view = context.view(a) if pattern.leading is None else context.leading_view(pattern)
+        check = PartBind(a.parts, pattern.expr, view, context.binds(pattern))
+    else:
+        rows = tuple(
+            tuple(None if t is None else stored_nt(term_to_nt(t)) for t in row) for row in pattern.data.rows
+        )
+        check = PartValues(a.parts, rows, context.binds(pattern))
+    return replace(a, filters=(*a.filters, check))
 
 
 # --------------------------------------------------------------------------- alternatives -> automaton
@@ -510,13 +621,17 @@ class _Builder:
                 step=index,
                 after=tuple(at(alternative.after.get(part, frozenset())) for part in parts),
                 equal=tuple((at(x), at(y)) for x, y in alternative.equal if due(x | y) == index),
-                filters=tuple(
-                    IntervalFilter(at(f.parts), f.expr, f.scope)
-                    for f in alternative.filters
-                    if due(f.needs) == index
-                ),
+                filters=tuple(_check(f, at) for f in alternative.filters if due(f.needs) == index),
                 anti=tuple(
-                    AntiJoin(j.aux, at(j.parts), j.relation, at(j.later), j.scope, j.condition)
+                    AntiJoin(
+                        j.aux,
+                        at(j.parts),
+                        j.relation,
+                        at(j.later),
+                        None if j.view is None else j.view.scope,
+                        j.condition,
+                        () if j.view is None else j.view.unbound,
+                    )
                     for j in alternative.anti
                 )
                 if final
@@ -528,6 +643,17 @@ class _Builder:
             if alternative.aux is not None:
                 label += f" (aux {alternative.aux})"
             yield _Node(atoms[0] if len(atoms) == 1 else ConjunctionAtom(tuple(atoms)), spec, final, label)
+
+
+def _check(check: PartCheck, at: Callable[[Parts], frozenset[int]]) -> IntervalCheck:
+    """A check over parts as the state's check over positions."""
+    if isinstance(check, PartFilter):
+        return IntervalFilter(at(check.parts), check.expr, check.view.scope, check.view.unbound)
+    if isinstance(check, PartBind):
+        ((var, marker, _),) = check.binds
+        view = check.view
+        return IntervalBind(at(check.needs), check.expr, var, marker, view.scope, view.unbound)
+    return IntervalValues(tuple(b[0] for b in check.binds), check.rows, tuple(b[1] for b in check.binds))
 
 
 def _gpm_variables(pattern: EventPattern) -> dict[str, frozenset[str]]:
@@ -612,11 +738,12 @@ def duration_bound(pattern: EventPattern) -> float | None:
     an unbounded stream."""
     bounds: list[float] = []
     node = pattern
-    while isinstance(node, EventFilter):
-        for conjunct in _conjuncts(node.expr):
-            bound = _bound(conjunct)
-            if bound is not None:
-                bounds.append(bound)
+    while isinstance(node, (EventFilter, EventBind, EventValues)):  # BIND, VALUES keep the interval
+        if isinstance(node, EventFilter):
+            for conjunct in _conjuncts(node.expr):
+                bound = _bound(conjunct)
+                if bound is not None:
+                    bounds.append(bound)
         node = node.element
     return min(bounds) if bounds else None
 

@@ -12,11 +12,13 @@ from rsep.plugin.algebra.events import (
     Disjunction,
     Equals,
     EqualsOptional,
+    EventBind,
     EventFilter,
     EventJoin,
     EventLeftJoin,
     EventPattern,
     EventQuery,
+    EventValues,
     GraphPatternEvent,
     KleenePlus,
     MatchElement,
@@ -33,6 +35,7 @@ from rsep.plugin.algebra.sparql import (
     Filter,
     GraphGraphPattern,
     GroupPattern,
+    InlineData,
     Literal,
     Node,
     Var,
@@ -68,8 +71,22 @@ class QueryPlan:
             return tuple(p.var.name for p in form.projection)
         if self.query.solution_projection is not None:  # `SELECT *` over a sub-SELECT
             return tuple(p.var.name for p in self.query.solution_projection)
-        names = sorted(set().union(*(g.variables for g in self.gpms)))
+        names = sorted(set().union(*(g.variables for g in self.gpms), _extension_vars(self.query)))
         return tuple(n for n in names if not n.startswith("__"))
+
+
+def _extension_vars(query: EventQuery) -> frozenset[str]:
+    """The variables the query's BINDs and VALUES bind (`SELECT *` projects them too)."""
+    found: set[str] = {v.name for e in query.where.elements if isinstance(e, InlineData) for v in e.vars}
+    pending = [e.pattern for e in query.where.elements if isinstance(e, MatchElement)]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, EventBind):
+            found.add(node.var.name)
+        elif isinstance(node, EventValues):
+            found.update(v.name for v in node.data.vars)
+        pending.extend(event_children(node))
+    return frozenset(found)
 
 
 def compile_query(query: EventQuery) -> QueryPlan:
@@ -138,7 +155,7 @@ def _check_filters(automaton: Automaton) -> None:
     try:
         Runtime(automaton)
     except UnsupportedExpression as error:
-        raise CompileError(f"{error}, in a FILTER the NFA evaluates") from None
+        raise CompileError(f"{error}, in a FILTER or BIND the NFA evaluates") from None
 
 
 def collect_gpms(pattern: EventPattern) -> list[GraphPatternEvent]:
@@ -172,17 +189,21 @@ def event_pattern_of(query: EventQuery) -> EventPattern:
 def attach_background(pattern: EventPattern, others: list[Node]) -> EventPattern:
     """Join top-level background blocks into a mandatory leaf of each
     alternative (a join commutes, so where does not matter, and the GPM stage
-    then evaluates them once per knowledge-base version), and check the
-    FILTERs that read them when the whole pattern has matched."""
+    then evaluates them once per knowledge-base version), check the
+    FILTERs that read them when the whole pattern has matched, and then join
+    a trailing VALUES clause (SPARQL §18.2.4.3: after the WHERE group's FILTERs)."""
     blocks = tuple(e for e in others if isinstance(e, GraphGraphPattern))
     filters = [e.expr for e in others if isinstance(e, Filter)]
-    unknown = [type(e).__name__ for e in others if not isinstance(e, (GraphGraphPattern, Filter))]
+    values = [e for e in others if isinstance(e, InlineData)]
+    unknown = [type(e).__name__ for e in others if not isinstance(e, (GraphGraphPattern, Filter, InlineData))]
     if unknown:
         raise CompileError(f"{', '.join(unknown)} cannot be combined with an event pattern yet")
     if blocks:
         pattern = _with_background(pattern, blocks)
     if filters:
         pattern = EventFilter(pattern, reduce(lambda a, b: BinaryOp("&&", a, b), filters))
+    for data in values:
+        pattern = EventValues(pattern, data)
     return pattern
 
 
@@ -203,7 +224,7 @@ def _with_background(pattern: EventPattern, blocks: tuple[GraphGraphPattern, ...
         return replace(pattern, left=_with_background(pattern.left, blocks))
     if isinstance(pattern, OptionalSequence):
         return replace(pattern, right=_with_background(pattern.right, blocks))
-    if isinstance(pattern, (EventFilter, KleenePlus)):
+    if isinstance(pattern, (EventFilter, KleenePlus, EventBind, EventValues)):
         return replace(pattern, element=_with_background(pattern.element, blocks))
     raise CompileError(f"no mandatory part of {type(pattern).__name__} to join the background knowledge with")
 

@@ -54,6 +54,7 @@ sub-expression of a single variable is computed once per distinct term.
 from .closures import MEMO_SIZE
 from .compile import compile_expr, compile_filter, compile_value
 from .errors import ExprError, UnsupportedExpression
+from .values import stored_nt
 
 __all__ = [
     "MEMO_SIZE",
@@ -62,4 +63,5 @@ __all__ = [
     "compile_expr",
     "compile_filter",
     "compile_value",
+    "stored_nt",
 ]

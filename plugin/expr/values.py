@@ -443,3 +443,21 @@ def parse_term(nt: str) -> Value:
             label = nt[2:]
             return Value(BNODE, label, "", None, label, nt)
     raise ValueError(f"not an N-Triples term: {nt!r}")
+
+
+_STORED_KINDS: Final = frozenset({DECIMAL, DOUBLE, FLOAT, BOOLEAN, *TEMPORAL_KINDS, *DURATION_KINDS})
+
+
+@lru_cache(maxsize=1 << 12)
+def stored_nt(nt: str) -> str:
+    """The N-Triples text Oxigraph gives back for a term it stored: literals of the numeric,
+    boolean, date/time and duration types in their canonical lexical form, integers of any
+    integer type as xsd:integer (`"01"^^xsd:int` is `"1"^^xsd:integer`); other terms as given.
+    Terms written in a query (VALUES, a BIND constant) join the stream's terms in that form."""
+    value = parse_term(nt)
+    if value.dt in INTEGER_TYPES:
+        number = parse_integer_lexical(value.lex)
+        return nt if number is None else Value(INTEGER, number, XSD_INTEGER).nt
+    if value.k in _STORED_KINDS:
+        return Value(value.k, value.v, value.dt).nt
+    return nt

@@ -104,6 +104,29 @@ class Relation(Enum):
         return self is Relation.AFTER_END
 
 
+EXTENSION_MARKER = "."
+"""Mapping keys starting with this are no variables (no SPARQL variable name has a dot): they
+record that a BIND or VALUES left a variable unbound (`extension_marker`)."""
+
+
+def extension_marker(extension: int, var: str) -> str:
+    """The mapping key extension number `extension` (a BIND or VALUES of the pattern) sets when it
+    leaves ?var unbound: the variable may be bound in the run all the same, by a pattern outside
+    the extension's group that occurred first, which the checks inside the group must not see."""
+    return f"{EXTENSION_MARKER}{extension}.{var}"
+
+
+@dataclass(frozen=True, slots=True)
+class MaybeUnbound:
+    """A variable in a check's scope that only BINDs or VALUES among the check's parts bind, each of
+    which may leave it unbound (an error, UNDEF): the check sees it only if one of them bound it,
+    that is unless every one of `markers` is in the run's mapping (SPARQL §18.2.2: a FILTER, a BIND
+    and an anti-join see their own group's solution, not a binding from outside it)."""
+
+    name: str
+    markers: tuple[str, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class AntiJoin:
     """At acceptance: the match stands only if no remembered solution of the
@@ -121,6 +144,8 @@ class AntiJoin:
     bindings only (None: the whole match)."""
     condition: Expr | None = None
     """The optional group's FILTER, over both sides (SPARQL's LeftJoin(P1, P2, F))."""
+    unbound: tuple[MaybeUnbound, ...] = ()
+    """Variables of `scope` that only the mandatory side's BINDs or VALUES may bind."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +157,40 @@ class IntervalFilter:
     steps: frozenset[int]
     expr: Expr
     scope: frozenset[str] | None = None
+    unbound: tuple[MaybeUnbound, ...] = ()
+    """Variables of `scope` that only BINDs or VALUES of the group may bind."""
+
+
+@dataclass(frozen=True, slots=True)
+class IntervalBind:
+    """A BIND of a group in an interval pattern (SPARQL Extend, §18.2.2.5): once the parts written
+    before it, `steps`, are taken, `expr` is evaluated on their bindings (`scope`, `unbound` as in
+    IntervalFilter) and their interval. The run's ?var unbound: it is bound to the value; already
+    bound (by a later pattern of the join that occurred first): the run goes on only with the same
+    term (the join). An error binds nothing and sets `marker`."""
+
+    steps: frozenset[int]
+    expr: Expr
+    var: str
+    marker: str
+    scope: frozenset[str] | None = None
+    unbound: tuple[MaybeUnbound, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class IntervalValues:
+    """VALUES of a group (a join with a static table, SPARQL §18.2.2.6): the run's mapping joined
+    with each compatible row, one run per row; a row's UNDEF (None) binds nothing and sets its
+    variable's marker (`markers[i]` for `variables[i]`). Rows hold N-Triples terms."""
+
+    variables: tuple[str, ...]
+    rows: tuple[tuple[str | None, ...], ...]
+    markers: tuple[str, ...]
+
+
+IntervalCheck = Union[IntervalFilter, IntervalBind, IntervalValues]
+"""What a state checks over the parts its run took: FILTERs hold or not, BINDs and VALUES extend
+the mapping (VALUES into several)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,14 +203,15 @@ class IntervalSpec:
     lists the parts the k-th part of the state's atom must start after the
     end of (SeqJoin); `equal` pairs of part sets must span equal intervals
     (EqJoin) and `filters` FILTERs over the interval of their parts hold —
-    both checked once all their parts are taken; `anti` is checked when the
+    both checked once all their parts are taken, `filters` in order with the
+    BINDs and VALUES among them, which extend the mapping; `anti` is checked when the
     match completes; an accepting state with `records` set remembers its
     solutions for anti-joins instead of reporting them."""
 
     step: int
     after: tuple[frozenset[int], ...] = ()
     equal: tuple[tuple[frozenset[int], frozenset[int]], ...] = ()
-    filters: tuple[IntervalFilter, ...] = ()
+    filters: tuple[IntervalCheck, ...] = ()
     anti: tuple[AntiJoin, ...] = ()
     records: int | None = None
     auxiliary: bool = False

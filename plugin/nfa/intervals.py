@@ -7,19 +7,29 @@ the interval of their group through getDURATION(), getSTARTTIME() and
 getENDTIME(): those calls are replaced by variables bound, for the check
 only, to the group's start and end (xsd:dateTime) and its length
 (xsd:dayTimeDuration). Numeric timestamps are seconds since the epoch there.
+BINDs and VALUES among a state's filters extend the mapping instead
+(`IntervalChecks.extended`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
 
 from rsep.plugin.algebra.analysis import map_expr
 from rsep.plugin.algebra.events import DURATION_FUNCTION, END_TIME_FUNCTION, START_TIME_FUNCTION
 from rsep.plugin.algebra.sparql import IRI, Expr, FunctionCall, Var
-from rsep.plugin.expr import compile_filter
-from rsep.plugin.nfa.automaton import IntervalSpec, Relation
+from rsep.plugin.expr import ExprError, compile_expr, compile_filter, stored_nt
+from rsep.plugin.nfa.automaton import (
+    IntervalBind,
+    IntervalCheck,
+    IntervalFilter,
+    IntervalSpec,
+    IntervalValues,
+    MaybeUnbound,
+    Relation,
+)
 from rsep.plugin.terms import literal_nt
 
 Span = tuple[float, float]
@@ -72,22 +82,94 @@ def duration_term(seconds: float) -> str:
 
 
 TimedPredicate = Callable[[Mapping[str, str], Span], bool]
+Extension = Callable[[Spans, dict[str, str]], list[dict[str, str]]]
+"""A state's check as a step over mappings: the mappings a run goes on with (none: it stops)."""
 
 
-def timed_predicate(expr: Expr, scope: frozenset[str] | None = None) -> TimedPredicate:
+def scoped(
+    mapping: Mapping[str, str], scope: frozenset[str] | None, unbound: Iterable[MaybeUnbound] = ()
+) -> dict[str, str]:
+    """What a check sees of a run's mapping: its `scope` variables, less those that only BINDs or
+    VALUES of its group bind and none of them did (`MaybeUnbound`)."""
+    bound = dict(mapping) if scope is None else {k: v for k, v in mapping.items() if k in scope}
+    for var in unbound:
+        if all(marker in mapping for marker in var.markers):
+            bound.pop(var.name, None)
+    return bound
+
+
+def _with_interval(bound: dict[str, str], span: Span) -> dict[str, str]:
+    start, end = span
+    bound["__rsep_start"] = datetime_term(start)
+    bound["__rsep_end"] = datetime_term(end)
+    bound["__rsep_duration"] = duration_term(end - start)
+    return bound
+
+
+def timed_predicate(
+    expr: Expr, scope: frozenset[str] | None = None, unbound: tuple[MaybeUnbound, ...] = ()
+) -> TimedPredicate:
     """`expr` as a test of a mapping (only its `scope` variables, when given) and the
     interval getDURATION(), getSTARTTIME() and getENDTIME() read (EP-SPARQL's σ)."""
     predicate = compile_filter(map_expr(expr, _time_call))
 
     def test(mapping: Mapping[str, str], span: Span) -> bool:
-        bound = dict(mapping) if scope is None else {k: v for k, v in mapping.items() if k in scope}
-        start, end = span
-        bound["__rsep_start"] = datetime_term(start)
-        bound["__rsep_end"] = datetime_term(end)
-        bound["__rsep_duration"] = duration_term(end - start)
-        return predicate(bound)
+        return predicate(_with_interval(scoped(mapping, scope, unbound), span))
 
     return test
+
+
+def _filter_step(check: IntervalFilter) -> Extension:
+    test = timed_predicate(check.expr, check.scope, check.unbound)
+    return lambda spans, mapping: [mapping] if test(mapping, hull(spans, check.steps)) else []
+
+
+def _bind_step(check: IntervalBind) -> Extension:
+    """SPARQL's Extend joined with what the run bound besides (see IntervalBind)."""
+    value = compile_expr(map_expr(check.expr, _time_call))
+
+    def extend(spans: Spans, mapping: dict[str, str]) -> list[dict[str, str]]:
+        try:
+            term = value(
+                _with_interval(scoped(mapping, check.scope, check.unbound), hull(spans, check.steps))
+            )
+        except ExprError:
+            return [{**mapping, check.marker: ""}]
+        term = stored_nt(term)  # as the stream's terms are (a constant may be written `01`)
+        bound = mapping.get(check.var)
+        if bound is None:
+            return [{**mapping, check.var: term}]
+        return [mapping] if bound == term else []
+
+    return extend
+
+
+def _values_step(check: IntervalValues) -> Extension:
+    """The run's mapping joined with each compatible row of the table."""
+    names = tuple(zip(check.variables, check.markers, strict=True))
+
+    def join(spans: Spans, mapping: dict[str, str]) -> list[dict[str, str]]:
+        out = []
+        for row in check.rows:
+            joined = dict(mapping)
+            for (var, marker), term in zip(names, row, strict=True):
+                if term is None:
+                    joined[marker] = ""
+                elif joined.setdefault(var, term) != term:
+                    break
+            else:
+                out.append(joined)
+        return out
+
+    return join
+
+
+def _step(check: IntervalCheck) -> Extension:
+    if isinstance(check, IntervalFilter):
+        return _filter_step(check)
+    if isinstance(check, IntervalBind):
+        return _bind_step(check)
+    return _values_step(check)
 
 
 class IntervalChecks:
@@ -95,7 +177,14 @@ class IntervalChecks:
 
     def __init__(self, spec: IntervalSpec) -> None:
         self.spec = spec
-        self.filters = [(f.steps, timed_predicate(f.expr, f.scope)) for f in spec.filters]
+        self.extends = not all(isinstance(f, IntervalFilter) for f in spec.filters)
+        """Does the state bind variables (BIND, VALUES)? Then `extended`, else `holds`."""
+        self.filters = [
+            (f.steps, timed_predicate(f.expr, f.scope, f.unbound))
+            for f in spec.filters
+            if isinstance(f, IntervalFilter)
+        ]
+        self.steps = [_step(f) for f in spec.filters] if self.extends else []
 
     def admits(self, spans: Spans, starts: tuple[float, ...]) -> bool:
         """SeqJoin: each part of the step (starting at `starts[k]`) begins after its `after` parts end."""
@@ -103,9 +192,23 @@ class IntervalChecks:
             spans[s][1] < start for start, after in zip(starts, self.spec.after, strict=True) for s in after
         )
 
+    def _equal(self, spans: Spans) -> bool:
+        return all(hull(spans, left) == hull(spans, right) for left, right in self.spec.equal)
+
     def holds(self, spans: Spans, mapping: Mapping[str, str]) -> bool:
         """EqJoin conditions and interval FILTERs that complete at this step."""
-        for left, right in self.spec.equal:
-            if hull(spans, left) != hull(spans, right):
-                return False
+        if not self._equal(spans):
+            return False
         return all(test(mapping, hull(spans, steps)) for steps, test in self.filters)
+
+    def extended(self, spans: Spans, mapping: dict[str, str]) -> list[dict[str, str]]:
+        """With BINDs or VALUES among the filters: the mappings the run goes on with, each
+        check applied in order to what the ones before it let through (none: it stops)."""
+        if not self._equal(spans):
+            return []
+        mappings = [mapping]
+        for step in self.steps:
+            mappings = [out for each in mappings for out in step(spans, each)]
+            if not mappings:
+                break
+        return mappings

@@ -21,19 +21,21 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Sequence as Seq
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 from rsep.plugin.algebra.events import ConsumptionPolicy, SelectionStrategy
 from rsep.plugin.algebra.sparql import Aggregate, Exists, FunctionCall
 from rsep.plugin.expr import compile_filter
 from rsep.plugin.nfa.automaton import (
+    EXTENSION_MARKER,
     AntiJoin,
     Atom,
     Automaton,
     ConjunctionAtom,
     DisjunctionAtom,
     GpmAtom,
+    IntervalFilter,
     IntervalSpec,
     JoinAtom,
     Relation,
@@ -47,6 +49,7 @@ from rsep.plugin.nfa.intervals import (
     TimedPredicate,
     hull,
     relation_holds,
+    scoped,
     timed_predicate,
 )
 from rsep.plugin.nfa.joins import (
@@ -348,6 +351,14 @@ class Runtime:
         self._touched_by: dict[tuple[int, ...], tuple[State, ...]] = {}
         self._share_pause: dict[int, int] = {}
         self._intervals = {s.id: IntervalChecks(s.interval) for s in automaton.states if s.interval}
+        self._marked = any(
+            not isinstance(check, IntervalFilter)
+            for s in automaton.states
+            if s.interval
+            for check in s.interval.filters
+        )
+        """BINDs or VALUES may leave markers in mappings (`extension_marker`), which matches and
+        remembered solutions shed."""
         self._conditions: dict[AntiJoin, TimedPredicate] = {}
         self._forgetting = Forgetting(automaton) if self._intervals else None
         self._indexes = RememberedIndexes()
@@ -424,7 +435,13 @@ class Runtime:
         if self._selective and step.matches:
             self._select_matches(step)
             self._consume(state, step)
-        return list(step.matches.values())
+        return self._shed(step.matches.values())
+
+    def _shed(self, matches: Iterable[Match]) -> list[Match]:
+        """Matches without the markers BINDs and VALUES left in their mappings."""
+        if not self._marked:
+            return list(matches)
+        return [replace(match, mapping=_unmarked(match.mapping)) for match in matches]
 
     def _joins_touched(self, gpms: tuple[int, ...]) -> tuple[JoinAtom, ...]:
         found = self._joins_by.get(gpms)
@@ -579,6 +596,7 @@ class Runtime:
         if within is not None and group.time - start_time > within:
             return False
         spans = None
+        extended: list[Mapping_] | None = None
         checks = self._intervals.get(spec.id)
         if checks is not None:
             begins = cand.begins
@@ -586,19 +604,24 @@ class Runtime:
             if not checks.admits(previous, begins):
                 return False
             spans = (*previous, *((begin, group.time) for begin in begins))
-            if not checks.holds(spans, mapping):
+            if checks.extends:  # BIND, VALUES: the mapping grows, or forks into several
+                extended = checks.extended(spans, mapping)
+                if not extended:
+                    return False
+            elif not checks.holds(spans, mapping):
                 return False
             start_time = min(start_time, *begins)
         path: Path = (events, None if parent is None else parent.path)
         units = None
         if self._selective:
             units = (*(parent.units or () if parent is not None else ()), *cand.units)
-        for target in spec.after_take:
-            step.born.append(Run(target, mapping, start_time, start_rank, group.rank, path, spans, units))
-        if spec.accepting:
-            match = self._accept(spec, path, start_time, start_rank, mapping, spans, step)
-            if units is not None:
-                step.units[id(match)] = units
+        for each in (mapping,) if extended is None else extended:
+            for target in spec.after_take:
+                step.born.append(Run(target, each, start_time, start_rank, group.rank, path, spans, units))
+            if spec.accepting:
+                match = self._accept(spec, path, start_time, start_rank, each, spans, step)
+                if units is not None:
+                    step.units[id(match)] = units
         return True
 
     def _accept(
@@ -617,7 +640,7 @@ class Runtime:
             step.deferred.append((interval, match, spans))
         elif interval is not None and interval.records is not None:
             step.state.history.setdefault(interval.records, []).append(
-                (mapping, (start_time, step.group.time))
+                (_unmarked(mapping) if self._marked else mapping, (start_time, step.group.time))
             )
         else:
             self._report(match, step)
@@ -627,7 +650,8 @@ class Runtime:
         """Interval patterns report sets of <mapping, start, end> (EP-SPARQL
         §4.2): the same solution from other occurrences is reported once."""
         if self._intervals:
-            key: tuple[object, ...] = (match.start_time, match.end_time, tuple(sorted(match.mapping.items())))
+            mapping = _unmarked(match.mapping) if self._marked else match.mapping
+            key: tuple[object, ...] = (match.start_time, match.end_time, tuple(sorted(mapping.items())))
         else:
             key = (match.events, tuple(sorted(match.mapping.items())))
         step.matches.setdefault(key, match)
@@ -643,7 +667,8 @@ class Runtime:
             if any(self._blocked(anti, match, spans, step.state) for anti in closed):
                 continue
             if interval.records is not None:
-                remembered = (match.mapping, (match.start_time, match.end_time))
+                mapping = _unmarked(match.mapping) if self._marked else match.mapping
+                remembered = (mapping, (match.start_time, match.end_time))
                 step.state.history.setdefault(interval.records, []).append(remembered)
             elif len(closed) < len(interval.anti):
                 step.state.pending.append((interval, match, spans))
@@ -662,7 +687,7 @@ class Runtime:
             if not any(self._blocked(anti, match, spans, state, until=time) for anti in opened):
                 kept.append((interval, match, spans))
         state.pending = kept
-        return sorted((match for _, match, _ in kept), key=Match.key)
+        return sorted(self._shed(match for _, match, _ in kept), key=Match.key)
 
     def _blocked(
         self, anti: AntiJoin, match: Match, spans: Spans, state: NfaState, until: float | None = None
@@ -671,7 +696,7 @@ class Runtime:
             mandatory = (hull(spans, anti.steps)[1], hull(spans, anti.later)[0])
         else:
             mandatory = hull(spans, anti.steps)
-        base = match.mapping if anti.scope is None else _only(match.mapping, anti.scope)
+        base = scoped(match.mapping, anti.scope, anti.unbound)
         condition = self._condition(anti)
         interval = hull(spans, anti.steps)  # σ of the condition: the mandatory side's interval (§4.2)
         for remembered, span in self._indexes.meeting(state.history.get(anti.aux, []), anti.scope, base):
@@ -918,8 +943,8 @@ def _instantiate(term: str, mapping: Mapping[str, str]) -> str:
     return mapping.get(term[1:], term) if term.startswith("?") else term
 
 
-def _only(mapping: Mapping_, names: frozenset[str]) -> Mapping_:
-    return {k: v for k, v in mapping.items() if k in names}
+def _unmarked(mapping: Mapping[str, str]) -> Mapping_:
+    return {k: v for k, v in mapping.items() if not k.startswith(EXTENSION_MARKER)}
 
 
 def _without(mapping: Mapping_, names: frozenset[str]) -> Mapping_:

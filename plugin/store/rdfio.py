@@ -230,13 +230,19 @@ def _located_stamp(source: str, data: bytes, graph: object, message: str) -> Dat
 def timestamp_position(path: Path, graph: str) -> tuple[int | None, int | None]:
     """Where the timestamp triple of the event graph `graph` (N-Triples text of an IRI) is written
     in an event file; (None, None) when it cannot be told (a blank node, an unreadable file)."""
-    if not graph.startswith("<"):
-        return None, None
     try:
         data = path.read_bytes()
     except OSError:
         return None, None
-    error = _located_stamp(str(path), data, ox.NamedNode(graph[1:-1]), "")
+    return payload_timestamp_position(data, graph)
+
+
+def payload_timestamp_position(data: bytes, graph: str) -> tuple[int | None, int | None]:
+    """Where the timestamp triple of the event graph `graph` (N-Triples text of an IRI) is written
+    in a payload, else the graph's first mention; (None, None) for a blank node (renamed)."""
+    if not graph.startswith("<"):
+        return None, None
+    error = _located_stamp("", data, ox.NamedNode(graph[1:-1]), "")
     return error.line, error.column
 
 

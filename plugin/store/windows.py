@@ -59,6 +59,7 @@ Graph = ox.NamedNode | ox.BlankNode | ox.DefaultGraph
 NamedGraph = ox.NamedNode | ox.BlankNode
 Function = Callable[..., ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple | None]
 Key = tuple[str, str, str]
+Results = ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples
 RESULT_GRAPHS = (MATCH_IRI_PREFIX, MATCHES_GRAPH)
 """The graphs continuous queries write on the endpoint: results, not background knowledge."""
 
@@ -157,14 +158,7 @@ class OxigraphWindows:
             found = clause_answer(self.runners, window_events([w.name for w in self.plan.windows], contents))
         else:
             self._load(contents)
-        self.scratch.refresh()
-        functions = self._functions(contents) if self.plan.timestamps else None
-        results = self.store.query(
-            evaluation_query(self.plan, found),
-            default_graph=self.default_graph,
-            named_graphs=self.named_graphs,
-            custom_functions=functions,
-        )
+        results = self.results(contents, found)
         if self.plan.form is Form.CONSTRUCT:
             assert isinstance(results, ox.QueryTriples)
             return Answer(triples=tuple(sorted({f"{_unskolem(triple)} ." for triple in results})))
@@ -180,6 +174,18 @@ class OxigraphWindows:
             )
         rows = tuple(row for row, _ in pairs)
         return Answer(rows=rows, spans=tuple(span for _, span in pairs) if self.plan.intervals else ())
+
+    def results(self, contents: Sequence[Sequence[StreamItem]], found: Iterable[Solution]) -> Results:
+        """Oxigraph's answer to the plan's query over the loaded windows `contents`, with the event
+        clauses' solutions `found` (CQELS-CEP) in its VALUES block."""
+        self.scratch.refresh()
+        functions = self._functions(contents) if self.plan.timestamps else None
+        return self.store.query(
+            evaluation_query(self.plan, found),
+            default_graph=self.default_graph,
+            named_graphs=self.named_graphs,
+            custom_functions=functions,
+        )
 
     def _load(self, contents: Sequence[Sequence[StreamItem]]) -> None:
         """Bring the window graphs, and their hidden graphs of entailed triples, to `contents`:

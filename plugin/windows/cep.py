@@ -68,8 +68,9 @@ and is turned back into _:label in the results. (Event blank nodes never occur i
 data, so joins are unaffected; isBlank() on such a variable in P sees an IRI.)"""
 
 
-class EventClauseError(ValueError):
-    """An event clause the runtime cannot run (the message says why)."""
+class EventClauseError(CompileError):
+    """An event clause the runtime cannot run: the message says why, the position (when the
+    query was parsed) where the element at fault is written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,18 +92,20 @@ def plan_event_clauses(query: EventQuery, pattern: EventPattern, windows: Iterab
         for gpm in collect_gpms(clause):
             unknown = [s for s in gpm.streams if s not in known]
             if unknown or not gpm.streams:
-                raise EventClauseError(f"no window is declared for <{unknown[0] if unknown else '?'}>")
+                missing = unknown[0] if unknown else "?"
+                raise EventClauseError(f"no window is declared for <{missing}>", gpm.position)
             if has_nested_path(gpm.pattern):
                 raise EventClauseError(
                     "nested paths [...] are matched against the static data: write them outside "
-                    "the window blocks (CQELS-CEP's P over D), not in a pattern matched per event"
+                    "the window blocks (CQELS-CEP's P over D), not in a pattern matched per event",
+                    gpm.position,
                 )
         where = GroupPattern((MatchElement(clause),))
         alone = replace(query, form=SelectForm(None), streams=(), where=where, modifiers=SolutionModifiers())
         try:
             plans.append(compile_query(alone))
         except CompileError as error:
-            raise EventClauseError(str(error)) from None
+            raise EventClauseError(error.message, error.position) from None
     variables = frozenset[str]().union(*map(_positive_vars, clauses))
     return CepPlan(tuple(plans), tuple(sorted(variables)))
 

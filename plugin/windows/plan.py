@@ -95,8 +95,9 @@ ENTAILED_SUFFIX = "-entailed"
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
-class WindowPlanError(ValueError):
-    """A window query the runtime cannot run (the message says why)."""
+class WindowPlanError(CompileError):
+    """A window query the runtime cannot run: the message says why, the position (when known)
+    where the construct at fault is written."""
 
 
 class Form(Enum):
@@ -185,14 +186,14 @@ def plan_windows(query: EventQuery) -> WindowPlan:
         where = _timestamps(query)
         where, cep = _event_clauses(query, where, windows)
     except (TimestampError, EventClauseError) as error:
-        raise WindowPlanError(str(error)) from None
+        raise _plan_error(error) from None
     if query.entailment is not None:
         where = _entailed(where, query.entailment, windows, merged)
     where = rebuild(where, lambda node: _window_block(node, windows, merged))
     try:
         compiled, nested = compile_nested_paths(where)
     except NestedPathError as error:
-        raise WindowPlanError(str(error)) from None
+        raise _plan_error(error) from None
     assert isinstance(compiled, GroupPattern)
     where = _outside_internal_graphs(compiled, internal_graphs(windows, merged, query.entailment, nested))
     if len(where.elements) == 1 and isinstance(where.elements[0], GroupPattern):
@@ -201,6 +202,13 @@ def plan_windows(query: EventQuery) -> WindowPlan:
     kind, node = _query_node(query, where, intervals)
     timestamps = uses_timestamp(query.where)
     return WindowPlan(query, windows, to_sparql(node), kind, merged, timestamps, node, cep, intervals, nested)
+
+
+def _plan_error(error: ValueError) -> WindowPlanError:
+    """The error of a planning step, keeping the position a CompileError carries."""
+    if isinstance(error, CompileError):
+        return WindowPlanError(error.message, error.position)
+    return WindowPlanError(str(error))
 
 
 def _event_clauses(
@@ -280,7 +288,7 @@ def _entailed(
     try:
         entailed: GroupPattern = rebuild(where, visit)
     except CompileError as error:
-        raise WindowPlanError(str(error)) from None
+        raise _plan_error(error) from None
     return entailed
 
 

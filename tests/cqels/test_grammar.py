@@ -249,6 +249,16 @@ def test_a_nested_test_needs_a_step_before_it():
         parse("PREFIX : <http://e/> SELECT * WHERE { STREAM <http://s> [NOW] { ?x ([:q]/:p) ?y } }")
 
 
+def test_trailing_values_is_rejected_at_its_keyword():
+    with pytest.raises(SparqlSyntaxError) as error:
+        parse(f"{CEP}WHERE {{ WINDOW :W {{ ?v :p ?s }} }}\n\n  VALUES ?v {{ :a }}")
+    assert (error.value.line, error.value.column, error.value.message) == (
+        3,
+        3,
+        "a trailing VALUES clause does not apply to a CQELS query",
+    )
+
+
 def test_a_query_without_windows_is_not_cqels():
     with pytest.raises(SparqlSyntaxError, match="at least one STREAM"):
         parse("SELECT ?s WHERE { ?s ?p ?o }")

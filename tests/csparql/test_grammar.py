@@ -128,9 +128,14 @@ def test_construct_and_ask():
     assert ask.form == SelectForm((), distinct=True)
 
 
-def test_trailing_values_is_rejected():
-    with pytest.raises(SparqlSyntaxError, match="VALUES"):
-        parse(f"SELECT ?s FROM STREAM <{S}> [RANGE 1s STEP 1s] {BODY} VALUES ?s {{ <http://a> }}")
+def test_trailing_values_is_rejected_at_its_keyword():
+    with pytest.raises(SparqlSyntaxError) as error:
+        parse(f"SELECT ?s FROM STREAM <{S}> [RANGE 1s STEP 1s]\n{BODY}\n   values ?s {{ <http://a> }}")
+    assert (error.value.line, error.value.column, error.value.message) == (
+        3,
+        4,
+        "a trailing VALUES clause does not apply to a C-SPARQL query",
+    )
 
 
 def test_dialect_detection_picks_c_sparql():

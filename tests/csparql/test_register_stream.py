@@ -323,3 +323,13 @@ def test_format_trig_needs_a_construct(capsys):
         "trig",
     )
     assert "--format trig writes graph events" in err
+
+
+def test_a_rule_oxigraph_cannot_run_is_refused_in_its_file_before_the_events_are_read(tmp_path, capsys):
+    refused = PRODUCER.replace("?car :on ?road }", "?car :on ?road FILTER(:unknownFunction(?car)) }")
+    rule = write(tmp_path, "producer.rq", refused)
+    query = write(tmp_path, "q.rq", READS_CONGESTED)
+    err = failing(capsys, query, "--rule", rule, "--stream", f"{EX}cars={tmp_path / 'missing.trig'}")
+    assert err == (
+        f"{rule}:3:1: the window query: the custom function <{EX}unknownFunction> is not supported\n"
+    )

@@ -137,6 +137,40 @@ def test_a_missing_stream_is_an_error(capsys):
     assert "no events given for stream <http://streams.org/citycameras.trdf>" in capsys.readouterr().err
 
 
+def refused(capsys, tmp_path: Path, text: str) -> tuple[Path, str]:
+    """`rsep run` of `text` over a stream file that does not exist: (the query file, stderr) of a
+    refusal that came before any event was read (exit 2, nothing on stdout)."""
+    query = tmp_path / "query.rq"
+    query.write_text(text, encoding="utf-8")
+    assert main(["run", str(query), "--stream", f"{STREAM}={tmp_path / 'missing.trig'}"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    return query, err
+
+
+def test_rsep_run_locates_a_trailing_values_at_its_keyword(capsys, tmp_path):
+    query, err = refused(
+        capsys,
+        tmp_path,
+        f"SELECT ?s FROM STREAM <{STREAM}> [RANGE 1s STEP 1s]\nWHERE {{ ?s ?p ?o }}\n"
+        "# the VALUES below does not apply\n  VALUES ?s { <http://example.org/a> }\n",
+    )
+    assert err == f"{query}:4:3: a trailing VALUES clause does not apply to a C-SPARQL query\n"
+
+
+def test_rsep_run_refuses_a_query_oxigraph_cannot_run_before_reading_events(capsys, tmp_path):
+    query, err = refused(
+        capsys,
+        tmp_path,
+        f"REGISTER QUERY q AS\nSELECT ?s FROM STREAM <{STREAM}> [RANGE 1s STEP 1s]\n"
+        "WHERE { ?s ?p ?o FILTER(<http://example.org/unknownFunction>(?o) && timestamp(?s) > 0) }\n",
+    )
+    assert err == (
+        f"{query}:2:1: the window query: the custom function <http://example.org/unknownFunction> "
+        "is not supported\n"
+    )
+
+
 def test_ask_reports_one_empty_solution_when_true(tmp_path):
     query = tmp_path / "ask.rq"
     query.write_text(

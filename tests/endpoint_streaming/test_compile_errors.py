@@ -106,3 +106,60 @@ def _derived_from(client, query_iri: str) -> list[str]:
     )  # fmt: skip
     assert response.status_code == 200, response.get_data(as_text=True)
     return sorted(b["e"]["value"] for b in response.json["results"]["bindings"])
+
+
+WINDOWS = """PREFIX : <http://example.org/>
+SELECT ?x ?y FROM NAMED WINDOW :w ON <http://example.org/s> [RANGE 10s]
+WHERE {
+  WINDOW :w { SEQ({?x :a ?y}, {?x :b ?y FILTER(:unknownFunction(?y))}) }
+}
+"""
+UNKNOWN = "the custom function <http://example.org/unknownFunction> is not supported"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column", "message"),
+    [
+        (WINDOWS, 4, 31, f"GPM P2: {UNKNOWN}"),
+        (
+            WINDOWS.replace(" FILTER(:unknownFunction(?y))}) }", "}) }\n  FILTER(:unknownFunction(?y))"),
+            2,
+            1,
+            f"the window query: {UNKNOWN}",
+        ),
+        (
+            "REGISTER STREAM <http://example.org/out> AS\nPREFIX : <http://example.org/>\n"
+            "CONSTRUCT { ?x :p ?y }\nFROM STREAM <http://example.org/s> [RANGE 10s STEP 5s]\n"
+            "WHERE { ?x :a ?y FILTER(:unknownFunction(?y)) }",
+            3,
+            1,
+            f"the window query: {UNKNOWN}",
+        ),
+    ],
+    ids=["cqels-cep-event-clause", "cqels-cep-pattern-over-the-static-data", "csparql-register-stream"],
+)
+def test_post_window_query_oxigraph_refuses_is_a_400_at_its_position(app, text, line, column, message):
+    """Refused at registration (an event clause at its element, the query over the windows at its
+    form), not accepted and then failed at the first evaluation."""
+    client = app.test_client()
+    response = client.post("/queries", data=text, content_type="application/sparql-query")
+    assert response.status_code == 400
+    assert response.get_data(as_text=True) == f"query:{line}:{column}: {message}\n"
+    as_json = client.post(
+        "/queries", data=text, content_type="application/sparql-query", headers={"Accept": "application/json"}
+    ).json
+    assert (as_json["parameter"], as_json["line"], as_json["column"]) == ("query", line, column)
+    assert service(app).registry.all() == []
+
+
+def test_a_register_query_with_a_trailing_values_posted_to_sparql_is_a_400_at_values(app):
+    text = (
+        "REGISTER QUERY q AS\nSELECT ?s FROM STREAM <http://example.org/s> [RANGE 10s STEP 5s]\n"
+        "WHERE { ?s ?p ?o }\n   VALUES ?s { <http://example.org/a> }"
+    )
+    response = app.test_client().post("/sparql", data=text, content_type="application/sparql-query")
+    assert response.status_code == 400
+    assert response.get_data(as_text=True) == (
+        "query:4:4: a trailing VALUES clause does not apply to a C-SPARQL query\n"
+    )
+    assert service(app).registry.all() == []

@@ -3,9 +3,11 @@ order, content types, arrival times, blank-node scopes."""
 
 from __future__ import annotations
 
+import gc
 from datetime import UTC, datetime
 
-from tests.endpoint_streaming.conftest import service
+from rsep.endpoint.app import create_app
+from tests.endpoint_streaming.conftest import config, service, shut_down
 
 STREAM = "http://example.org/sensors"
 PROV = "<http://www.w3.org/ns/prov#generatedAtTime>"
@@ -143,3 +145,73 @@ def test_blank_nodes_are_scoped_to_their_request(app):
 def test_an_empty_payload_accepts_nothing(app):
     response = post(app.test_client(), "")
     assert response.status_code == 202 and response.json["accepted"] == 0
+
+
+NUMBERED = """@prefix : <http://example.org/> .
+@prefix prov: <http://www.w3.org/ns/prov#> .
+:n1 { :s1 :temp 20 . }
+:n1 prov:generatedAtTime 2000000000 .
+"""
+KINDS = (
+    "the timestamps of one event log must all be xsd:dateTimes or all numbers (epoch seconds and "
+    "abstract time units do not compare)"
+)
+
+
+def test_a_number_after_datetimes_is_refused_at_its_timestamp_not_read_as_epoch_seconds(app):
+    """2000000000 would sort after 2026-11-22 as epoch seconds: it is refused, not compared."""
+    client = app.test_client()
+    assert post(client, TRIG).status_code == 202
+    response = post(client, NUMBERED, Accept="application/json")
+    assert response.status_code == 400
+    assert (response.json["parameter"], response.json["line"], response.json["column"]) == ("body", 4, 1)
+    assert post(client, NUMBERED).get_data(as_text=True) == (
+        "body:4:1: event <http://example.org/n1> at 2000000000 is a number, but the event log's "
+        f"timestamps are xsd:dateTimes: {KINDS}\n"
+    )
+    assert [r.event.name for r in logged(app)] == ["<http://example.org/e1>", "<http://example.org/e2>"]
+
+
+def test_a_payload_mixing_datetimes_and_numbers_is_refused_whole(app):
+    mixed = TRIG.replace('"2026-11-22T10:01:00Z"^^xsd:dateTime', "2000000000")
+    response = post(app.test_client(), mixed)
+    assert response.status_code == 400
+    assert response.get_data(as_text=True) == (
+        "body:8:1: event <http://example.org/e2> at 2000000000 is a number, but event "
+        "<http://example.org/e1> of the same request is at 2026-11-22T10:00:00Z, an xsd:dateTime: "
+        f"{KINDS}\n"
+    )
+    assert logged(app) == []
+
+
+def test_the_logs_kind_of_time_survives_a_restart(make_app, data_dir):
+    first = create_app(config(data_dir))
+    assert post(first.test_client(), NUMBERED).status_code == 202
+    shut_down(first)
+    del first
+    gc.collect()  # closes the store, as the end of the process would
+    second = make_app()
+    client = second.test_client()
+    refused = post(client, TRIG)
+    assert refused.status_code == 400
+    assert refused.get_data(as_text=True).startswith(
+        "body:6:1: event <http://example.org/e1> at 2026-11-22T10:00:00Z is an xsd:dateTime, but the "
+        "event log's timestamps are numbers: "
+    )
+    later = NUMBERED.replace(":n1", ":n2").replace("2000000000", "2000000001")
+    assert post(client, later).status_code == 202
+    assert [r.event.time.lexical for r in logged(second)] == ["2000000000", "2000000001"]
+
+
+def test_an_event_without_a_timestamp_is_refused_on_a_log_of_numbers(app):
+    client = app.test_client()
+    assert post(client, NUMBERED).status_code == 202
+    untimed = "@prefix : <http://example.org/> .\n:u1 { :s :p 1 . }\n"
+    response = post(client, untimed)
+    assert response.status_code == 400
+    text = response.get_data(as_text=True)
+    assert text.startswith("body:2:1: event <http://example.org/u1> at ") and text.endswith(
+        f"is an xsd:dateTime, but the event log's timestamps are numbers: {KINDS} "
+        "(<http://example.org/u1> has no prov:generatedAtTime: it was given the arrival time)\n"
+    )
+    assert len(logged(app)) == 1

@@ -24,11 +24,17 @@ N-Triples term) pairs. The operators are evaluated bottom-up exactly as
   the optional side, as SPARQL's translation of OPTIONAL takes them), plus
   `LeftJoin.expr`;
 - Filter(F, Psi): F evaluated with getDURATION()/getSTARTTIME()/getENDTIME()
-  replaced by the solution's interval.
+  replaced by the solution's interval;
+- Extend(Psi, ?v, E) (BIND, SPARQL 1.1 §18.5): each solution with ?v bound to
+  E's value over it (the time functions read its interval), unchanged when E
+  is an error; the interval is unchanged;
+- Join(Psi, data) (VALUES): each solution joined with every compatible row
+  (UNDEF binds nothing); the interval is unchanged (a row is no occurrence).
 
-FILTER expressions are SPARQL expressions; they are evaluated by Oxigraph
-(an `ASK { VALUES ... FILTER(...) }` per distinct input), so errors behave as
-SPARQL says (an error is false). Timestamps are numbers of seconds; the time
+FILTER and BIND expressions are SPARQL expressions; they are evaluated by
+Oxigraph (an `ASK { VALUES ... FILTER(...) }`, a `SELECT { VALUES ... BIND(...) }`
+per distinct input), so errors behave as SPARQL says (an error is false, or
+leaves the variable unbound). Timestamps are numbers of seconds; the time
 functions give `xsd:dayTimeDuration` and `xsd:dateTime` (seconds after the epoch),
 as docs/semantics.md describes for numeric timestamps.
 
@@ -136,7 +142,33 @@ class PathTP:
         return f"{{ {self.s} {'/'.join(self.steps)} {self.o} . }}"
 
 
-Pattern = TP | Bin | LeftJoin | Filter | BGP | PathTP
+@dataclass(frozen=True)
+class Extend:
+    """`{ P BIND(expr AS ?var) }` (?var not a variable of P, as SPARQL requires)."""
+
+    pattern: Pattern
+    expr: str
+    var: str
+
+    def render(self) -> str:
+        return f"{{ {self.pattern.render()} BIND({self.expr} AS ?{self.var}) }}"
+
+
+@dataclass(frozen=True)
+class Values:
+    """`{ P VALUES (?a ...) { (...) ... } }`; None in a row is UNDEF."""
+
+    pattern: Pattern
+    names: tuple[str, ...]
+    rows: tuple[tuple[str | None, ...], ...]
+
+    def render(self) -> str:
+        rows = " ".join("(" + " ".join("UNDEF" if t is None else t for t in row) + ")" for row in self.rows)
+        names = " ".join("?" + name for name in self.names)
+        return f"{{ {self.pattern.render()} VALUES ({names}) {{ {rows} }} }}"
+
+
+Pattern = TP | Bin | LeftJoin | Filter | BGP | PathTP | Extend | Values
 
 PREFIXES = f"PREFIX : <{EX}>\nPREFIX xsd: <{XSD}>\n"
 
@@ -157,6 +189,10 @@ def variables(pattern: Pattern) -> set[str]:
         return set().union(*map(variables, pattern.triples))
     if isinstance(pattern, Filter):
         return variables(pattern.pattern)
+    if isinstance(pattern, Extend):
+        return variables(pattern.pattern) | {pattern.var}
+    if isinstance(pattern, Values):
+        return variables(pattern.pattern) | set(pattern.names)
     return variables(pattern.left) | variables(pattern.right)
 
 
@@ -193,6 +229,14 @@ def _eval(pattern: Pattern, stream: frozenset[Occurrence]) -> set[Solution]:
         return _path(pattern, stream)
     if isinstance(pattern, Filter):
         return {s for s in _eval(pattern.pattern, stream) if holds(pattern.expr, s[0], s[1], s[2])}
+    if isinstance(pattern, Extend):
+        return {_extend(pattern, s) for s in _eval(pattern.pattern, stream)}
+    if isinstance(pattern, Values):
+        rows = [
+            frozenset((n, t) for n, t in zip(pattern.names, row, strict=True) if t) for row in pattern.rows
+        ]
+        solutions = _eval(pattern.pattern, stream)
+        return {(m | row, a, b) for m, a, b in solutions for row in rows if compatible(m, row)}
     if isinstance(pattern, LeftJoin) or pattern.op in ("OPTIONALSEQ", "EQUALSOPTIONAL"):
         return _optional(pattern, stream)
     left = _eval(pattern.left, stream)
@@ -284,6 +328,12 @@ def _hops(step: str, stream: frozenset[Occurrence]) -> list[tuple[str, str, floa
     ]
 
 
+def _extend(pattern: Extend, solution: Solution) -> Solution:
+    mapping, start, end = solution
+    found = value(pattern.expr, mapping, start, end)
+    return solution if found is None else (mapping | {(pattern.var, found)}, start, end)
+
+
 def _related(op: str, a: Solution, b: Solution) -> bool:
     if op == "SEQ":
         return a[2] < b[1]
@@ -330,6 +380,24 @@ def holds(expr: str, mapping: Mapping_, start: float, end: float) -> bool:
 
 @lru_cache(maxsize=200_000)
 def _holds(expr: str, mapping: Mapping_, start: float, end: float) -> bool:
+    text, values = _bound(expr, mapping, start, end)
+    result = _STORE.query(f"{PREFIXES}ASK {{ {values} FILTER({text}) }}")
+    return bool(result)
+
+
+@lru_cache(maxsize=200_000)
+def value(expr: str, mapping: Mapping_, start: float, end: float) -> str | None:
+    """The value of `expr` over the solution (N-Triples), None when it is an error."""
+    text, values = _bound(expr, mapping, start, end)
+    solutions = _STORE.query(f"{PREFIXES}SELECT ?__r WHERE {{ {values} BIND({text} AS ?__r) }}")
+    assert isinstance(solutions, pyoxigraph.QuerySolutions)
+    found = next(iter(solutions))["__r"]
+    return None if found is None else str(found)
+
+
+def _bound(expr: str, mapping: Mapping_, start: float, end: float) -> tuple[str, str]:
+    """`expr` with the time functions as variables, and a VALUES row binding them and the
+    solution's variables."""
     text = expr
     for call, var in _TIME.items():
         text = re.sub(re.escape(call), var, text, flags=re.IGNORECASE)
@@ -340,8 +408,7 @@ def _holds(expr: str, mapping: Mapping_, start: float, end: float) -> bool:
     names = sorted(set(re.findall(r"\?(\w+)", text)))
     row = " ".join(bound.get(n, "UNDEF") for n in names)
     values = f"VALUES ({' '.join('?' + n for n in names)}) {{ ({row}) }}" if names else ""
-    result = _STORE.query(f"{PREFIXES}ASK {{ {values} FILTER({text}) }}")
-    return bool(result)
+    return text, values
 
 
 # --------------------------------------------------------------------------- Q-closure

@@ -8,7 +8,20 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 
 from tests.epsparql.harness import Event
-from tests.epsparql.reference import BGP, EX, TP, Bin, Filter, LeftJoin, PathTP, Pattern, iri, variables
+from tests.epsparql.reference import (
+    BGP,
+    EX,
+    TP,
+    Bin,
+    Extend,
+    Filter,
+    LeftJoin,
+    PathTP,
+    Pattern,
+    Values,
+    iri,
+    variables,
+)
 
 PREDICATES = [iri("p"), iri("q"), iri("r")]
 NODES = [iri("a"), iri("b"), iri("c")]
@@ -80,6 +93,8 @@ class Options:
     """Kinds of leaf: "triple" (one triple pattern), "bgp" (up to `bgp_size` juxtaposed ones),
     "path" (a property path over two or three triples)."""
     bgp_size: int = 6
+    extensions: bool = False
+    """Groups may end with a BIND (of a variable they do not bind) or a VALUES block."""
 
 
 def value_expr(draw: st.DrawFn, names: Sequence[str]) -> str:
@@ -140,12 +155,44 @@ def patterns(draw: st.DrawFn, options: Options = Options(), leaves: int | None =
             node = LeftJoin(left, right, expr)
         else:
             node = Bin(op, left, right)
+    if options.extensions and draw(st.integers(0, 2)) == 0:
+        node = draw(extended(node, options.time_filters))
     if draw(st.integers(0, 4)) == 0:
         names = sorted(certain(node)) if options.scoped_filters else [v[1:] for v in VARIABLES]
         time = options.time_filters
         if names or time:
             node = Filter(node, draw(filter_exprs(names, time)))
     return node
+
+
+@st.composite
+def extended(draw: st.DrawFn, pattern: Pattern, time: bool) -> Pattern:
+    """`{ P BIND(e AS ?v) }` with ?v one of the pool P does not bind (SPARQL's rule), or
+    `{ P VALUES ... }` over one or two of the pool's variables (some rows UNDEF)."""
+    fresh = [v[1:] for v in VARIABLES if v[1:] not in variables(pattern)]
+    if fresh and draw(st.booleans()):
+        return Extend(
+            pattern, draw(bind_exprs(sorted(variables(pattern)), time)), draw(st.sampled_from(fresh))
+        )
+    names = tuple(
+        draw(st.lists(st.sampled_from([v[1:] for v in VARIABLES]), min_size=1, max_size=2, unique=True))
+    )
+    term = st.sampled_from([NODES[0], NODES[1], NODES[0], None])
+    rows = draw(st.lists(st.tuples(*(term for _ in names)), min_size=1, max_size=3))
+    return Values(pattern, names, tuple(rows))
+
+
+@st.composite
+def bind_exprs(draw: st.DrawFn, names: Sequence[str], time: bool) -> str:
+    """A value that joins with the vocabulary (a node, a copy of a variable, which may be
+    unbound), one that never does (a string), or an error (arithmetic on an IRI)."""
+    kinds = [draw(st.sampled_from(NODES[:2])), f"{NODES[0]} + 1"]
+    if names:
+        v = f"?{draw(st.sampled_from(names))}"
+        kinds += [v, f"IF(BOUND({v}), {v}, {NODES[1]})", f"STR({v})", f"{v} + 1"]
+    if time:
+        kinds.append("getDURATION()")
+    return draw(st.sampled_from(kinds))
 
 
 OPTIONAL_OPS = ("OPTIONAL", "OPTIONALSEQ", "EQUALSOPTIONAL")
@@ -185,7 +232,7 @@ def triple_patterns_of(pattern: Pattern) -> list[TP]:
         return list(pattern.triples)
     if isinstance(pattern, PathTP):
         return []
-    if isinstance(pattern, Filter):
+    if isinstance(pattern, Filter | Extend | Values):
         return triple_patterns_of(pattern.pattern)
     return triple_patterns_of(pattern.left) + triple_patterns_of(pattern.right)
 
@@ -227,10 +274,13 @@ def leaf_patterns(options: Options) -> st.SearchStrategy[Pattern]:
 def window_pushed(pattern: Pattern) -> bool:
     """Does a top-level `getDURATION() <` (or <=) conjunct bound the whole pattern
     (rsep turns it into the automaton's window)?"""
-    while isinstance(pattern, Filter):
-        conjuncts = [pattern.expr] if ") || (" in pattern.expr else pattern.expr.strip("()").split(") && (")
-        if any(c.startswith("getDURATION() <") for c in conjuncts):
-            return True
+    while isinstance(pattern, Filter | Extend | Values):  # BIND and VALUES keep the interval
+        if isinstance(pattern, Filter):
+            conjuncts = (
+                [pattern.expr] if ") || (" in pattern.expr else pattern.expr.strip("()").split(") && (")
+            )
+            if any(c.startswith("getDURATION() <") for c in conjuncts):
+                return True
         pattern = pattern.pattern
     return False
 
@@ -239,8 +289,11 @@ def certain(pattern: Pattern) -> set[str]:
     """The variables every solution of `pattern` binds."""
     if isinstance(pattern, TP | BGP | PathTP):
         return variables(pattern)
-    if isinstance(pattern, Filter):
+    if isinstance(pattern, Filter | Extend):
         return certain(pattern.pattern)
+    if isinstance(pattern, Values):
+        always = {n for i, n in enumerate(pattern.names) if all(row[i] for row in pattern.rows)}
+        return certain(pattern.pattern) | always
     if isinstance(pattern, LeftJoin) or pattern.op == "EQUALSOPTIONAL":
         return certain(pattern.left)
     if pattern.op == "OPTIONALSEQ":
@@ -253,7 +306,7 @@ def certain(pattern: Pattern) -> set[str]:
 def has_optional(pattern: Pattern) -> bool:
     if isinstance(pattern, TP | BGP | PathTP):
         return False
-    if isinstance(pattern, Filter):
+    if isinstance(pattern, Filter | Extend | Values):
         return has_optional(pattern.pattern)
     if isinstance(pattern, LeftJoin) or pattern.op in ("OPTIONALSEQ", "EQUALSOPTIONAL"):
         return True
@@ -267,7 +320,7 @@ def optionals_are_safe(pattern: Pattern, outside: frozenset[str] = frozenset()) 
     optional operator inside it."""
     if isinstance(pattern, TP | BGP | PathTP):
         return True
-    if isinstance(pattern, Filter):
+    if isinstance(pattern, Filter | Extend | Values):
         return optionals_are_safe(pattern.pattern, outside)
     left, right = pattern.left, pattern.right
     if isinstance(pattern, LeftJoin) or pattern.op == "EQUALSOPTIONAL":

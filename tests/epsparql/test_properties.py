@@ -7,8 +7,9 @@ vocabulary (strategies.py):
 - agreement with a brute-force evaluation of §4.2's definitions (reference.py),
   with triple patterns, BGPs (join groups) and property paths as leaves;
 - downward compatibility: plain SPARQL (BGPs of up to ten triple patterns,
-  property paths, FILTER, UNION, OPTIONAL, projection, DISTINCT, LIMIT,
-  OFFSET) over triples sharing one timestamp gives Oxigraph's answer;
+  property paths, FILTER, UNION, OPTIONAL, BIND, VALUES, projection,
+  DISTINCT, LIMIT, OFFSET) over triples sharing one timestamp gives
+  Oxigraph's answer;
 - LIMIT and OFFSET slice the answers in detection order;
 - policies: chronological and recent report a sub-multiset of unrestricted,
   use every input at most once, and are unchanged when the stream is
@@ -37,9 +38,11 @@ from tests.epsparql.reference import (
     BGP,
     TP,
     Bin,
+    Extend,
     Filter,
     LeftJoin,
     Pattern,
+    Values,
     evaluate,
     iri,
     results,
@@ -138,6 +141,33 @@ def test_agrees_with_the_definitions_on_nested_optionals(case: tuple[Pattern, li
     """OPTIONAL, OPTIONALSEQ and EQUALSOPTIONAL inside each other's optional and mandatory
     sides, over a stream whose triples match some of the groups at a few timestamps."""
     agrees(*case)
+
+
+EXTENSIONS = S.Options(scoped_filters=False, extensions=True, max_leaves=3)
+"""BINDs (some erroring, some reading the interval) and VALUES (some rows UNDEF) ending groups,
+with FILTERs that may read what they bind."""
+
+
+@fast(120)
+@example(  # the BIND errors: ?w stays unbound in the SEQ's left group, so ?w :q ?z joins any :q
+    Bin("SEQ", Extend(TP("?x", p, "?y"), "?x + 1", "w"), TP("?w", q, "?z")),
+    [(1.0, [(a, p, b)]), (2.0, [(c, q, a)])],
+)
+@example(  # a FILTER in the BIND's group does not see ?w that the later group bound first
+    Bin("JOIN", Filter(Extend(TP("?x", p, "?y"), "?x + 1", "w"), "!BOUND(?w)"), TP("?w", q, "?z")),
+    [(1.0, [(c, q, a)]), (2.0, [(a, p, b)])],
+)
+@example(
+    Bin("JOIN", Values(TP("?x", p, "?y"), ("w",), ((a,), (None,))), TP("?w", q, "?z")),
+    [(1.0, [(c, q, a), (b, q, b)]), (2.0, [(a, p, b)])],
+)
+@given(S.patterns(EXTENSIONS), S.streams())
+def test_agrees_with_the_definitions_with_bind_and_values(pattern: Pattern, events: list[Event]):
+    """Extend and Join with a static table over interval-stamped solutions: the interval is
+    the pattern's, later patterns join on the bound variable in any temporal order."""
+    assume(S.optionals_are_safe(pattern))
+    assume(not (S.has_optional(pattern) and S.window_pushed(pattern)))
+    agrees(pattern, events)
 
 
 SCOPE_EXAMPLE = (
@@ -270,6 +300,30 @@ def test_downward_compatibility_with_bgps_paths_and_modifiers(data: st.DataObjec
     downward_compatible(
         pattern, events, data.draw(projections(pattern)), data.draw(st.sampled_from(MODIFIERS))
     )
+
+
+PLAIN_EXTENSIONS = S.Options(ops=tuple(S.SPARQL_OPS), time_filters=False, scoped_filters=False,
+                             extensions=True, leaves=("triple", "bgp"), bgp_size=3)  # fmt: skip
+
+
+@fast(150)
+@example(
+    Bin("JOIN", Extend(Bin("UNION", TP("?x", p, "?y"), TP("?y", q, "?x")), "?y", "w"), TP("?w", r, "?z")),
+    [(7.0, [(a, p, b), (b, r, a), (a, q, b)])],
+    None,
+)
+@example(
+    LeftJoin(Values(TP("?x", p, "?y"), ("z",), ((None,), (a,))), TP("?x", q, "?z")),
+    [(7.0, [(a, p, b), (a, q, c)])],
+    None,
+)
+@given(S.patterns(PLAIN_EXTENSIONS), one_timestamp(), st.none())
+def test_downward_compatibility_with_bind_and_values(pattern: Pattern, events: list[Event], projection: None):
+    """BIND (Extend, an error leaves the variable unbound) and VALUES (UNDEF included) in
+    groups joined, UNIONed and OPTIONAL with others, FILTERs reading what they bind: SPARQL's
+    solutions, each over [t, t]."""
+    assume(S.optionals_are_safe(pattern))
+    downward_compatible(pattern, events, projection)
 
 
 @st.composite

@@ -3,7 +3,7 @@
 import pytest
 
 from rsep.plugin.events import GraphEvent, Timestamp
-from rsep.plugin.log import EventLog, OutOfOrderError
+from rsep.plugin.log import EventLog, MixedTimeError, OutOfOrderError
 
 
 def event(t: float, name: str = "g", stream: str = "urn:s") -> GraphEvent:
@@ -49,3 +49,36 @@ def test_a_torn_last_write_is_cut_off(tmp_path):
     assert recovered.next_position == 1
     recovered.append([event(3, "c")])
     assert [r.position for r in recovered.read()] == [0, 1]
+
+
+def dated(t: float, name: str) -> GraphEvent:
+    return GraphEvent("urn:s", f"<urn:{name}>", Timestamp(t, f"t{t:g}", False), "")
+
+
+def test_a_log_keeps_the_kind_of_time_of_its_events_after_reopening(tmp_path):
+    EventLog(tmp_path).append([event(1, "a")])
+    log = EventLog(tmp_path)
+    assert log.numeric is True
+    with pytest.raises(MixedTimeError) as refused:
+        log.append([event(3, "b"), dated(2_000_000_000, "c")])
+    assert str(refused.value) == (
+        "event <urn:c> at t2e+09 is an xsd:dateTime, but the event log's timestamps are numbers: the "
+        "timestamps of one event log must all be xsd:dateTimes or all numbers (epoch seconds and "
+        "abstract time units do not compare)"
+    )
+    assert refused.value.event.name == "<urn:c>"
+    assert [r.event.name for r in log.read()] == ["<urn:a>"] and log.next_position == 1
+    assert log.append([event(3, "b")]) == range(1, 2)
+
+
+def test_the_first_event_of_an_empty_log_sets_its_kind_of_time(tmp_path):
+    log = EventLog(tmp_path)
+    assert log.numeric is None
+    with pytest.raises(MixedTimeError) as refused:
+        log.append([dated(5, "x"), event(7, "y")])
+    assert str(refused.value).startswith(
+        "event <urn:y> at 7 is a number, but event <urn:x> of the same request is at t5, an xsd:dateTime: "
+    )
+    assert log.next_position == 0 and log.numeric is None
+    log.append([dated(5, "x")])
+    assert EventLog(tmp_path).numeric is False

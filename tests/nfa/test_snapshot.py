@@ -17,7 +17,7 @@ from rsep.grammar import parse_event_query
 from rsep.plugin.compile.plan import compile_query
 from rsep.plugin.events import GraphEvent, Timestamp
 from rsep.plugin.nfa import snapshot
-from rsep.plugin.nfa.runtime import NfaState, Run
+from rsep.plugin.nfa.runtime import Match, NfaState, Run
 from rsep.plugin.replay import Replay, number_events
 from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
 
@@ -49,26 +49,59 @@ def test_a_format_3_checkpoint_reads_with_nothing_joined():
     assert restored.runs[2][0].path == ((1,), None)
 
 
-def test_a_join_group_resumed_from_a_checkpoint_finds_what_one_replay_finds():
-    """The occurrence of :p at 1 is only in the join group's memory when the checkpoint is
-    taken; the :q at 5 must still join with it."""
-    query = f"PREFIX : <{EX}> SELECT * WHERE {{ ?x :p ?y . ?x :q ?z }}"
+def resumed_and_whole(query: str, triples: list[str]) -> tuple[list[Match], list[Match]]:
+    """The matches of `query` over `triples` at 1, 3, 5 ...: checkpointed after the first two
+    and resumed by a new replay, and in one replay."""
     plan = compile_query(parse_event_query(query, dialect="ep-sparql"))
-    triples = [f"<{EX}a> <{EX}p> <{EX}b> .\n", f"<{EX}c> <{EX}r> <{EX}d> .\n", f"<{EX}a> <{EX}q> <{EX}e> .\n"]
+    stamps = [Timestamp(2 * i + 1.0, str(2 * i + 1), True) for i in range(len(triples))]
+    graphs = [f"<{EX}g{i}>" for i in range(len(triples))]
     events = number_events(
-        [[GraphEvent(EX + "s", f"<{EX}g{i}>", Timestamp(t, str(t), True), nt) for i, (t, nt) in enumerate(
-            zip((1.0, 3.0, 5.0), triples, strict=True))]]
-    )  # fmt: skip
+        [[GraphEvent(EX + "s", *event) for event in zip(graphs, stamps, triples, strict=True)]]
+    )
     whole = Replay(plan, GpmEvaluator(plan.gpms, KnowledgeBase())).run(events)
     first = Replay(plan, GpmEvaluator(plan.gpms, KnowledgeBase()))
     found = first.process_batch(events[:2])
     second = Replay(plan, GpmEvaluator(plan.gpms, KnowledgeBase()))
     second.states = snapshot.decode(pickle.loads(pickle.dumps(snapshot.encode(first.states))))
-    found += second.process_batch(events[2:])
+    return found + second.process_batch(events[2:]), whole
+
+
+TRIPLES = [f"<{EX}a> <{EX}p> <{EX}b> .\n", f"<{EX}c> <{EX}r> <{EX}d> .\n", f"<{EX}a> <{EX}q> <{EX}e> .\n"]
+
+
+def test_a_join_group_resumed_from_a_checkpoint_finds_what_one_replay_finds():
+    """The occurrence of :p at 1 is only in the join group's memory when the checkpoint is
+    taken; the :q at 5 must still join with it."""
+    found, whole = resumed_and_whole(f"PREFIX : <{EX}> SELECT * WHERE {{ ?x :p ?y . ?x :q ?z }}", TRIPLES)
     assert [(m.events, m.start_time, m.end_time) for m in found] == [
         (m.events, m.start_time, m.end_time) for m in whole
     ]
     assert [(m.events, m.start_time, m.end_time) for m in whole] == [((0, 2), 1.0, 5.0)]
+
+
+def test_runs_a_bind_and_values_extended_resume_from_a_checkpoint():
+    """The runs waiting for :q at the checkpoint hold ?k from the BIND and one ?t per VALUES
+    row; resumed, they complete as in one replay."""
+    query = f"""PREFIX : <{EX}> SELECT * WHERE {{
+        {{ ?x :p ?y BIND(?x AS ?k) VALUES ?t {{ 1 2 }} }} SEQ {{ ?k :q ?z }} }}"""
+    found, whole = resumed_and_whole(query, TRIPLES)
+    assert [(m.start_time, m.end_time, m.mapping) for m in found] == [
+        (m.start_time, m.end_time, m.mapping) for m in whole
+    ]
+    assert sorted(m.mapping["t"] for m in whole) == [
+        f'"{t}"^^<http://www.w3.org/2001/XMLSchema#integer>' for t in (1, 2)
+    ]
+
+
+def test_the_fingerprint_covers_bind_and_values():
+    def fingerprint(body: str) -> str:
+        text = f"PREFIX : <{EX}> SELECT * WHERE {{ ?x :p ?y {body} }}"
+        return snapshot.fingerprint(compile_query(parse_event_query(text, dialect="ep-sparql")).automaton)
+
+    prints = [
+        fingerprint(b) for b in ("BIND(?y AS ?k)", "BIND(?x AS ?k)", "VALUES ?k { 1 }", "VALUES ?k { 2 }")
+    ]
+    assert len(set(prints)) == 4
 
 
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"

@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import pytest
 
+from rsep.grammar import parse_event_query
 from rsep.plugin.algebra.events import Negation, SelectionStrategy, Sequence
+from rsep.plugin.algebra.sparql import XSD_INTEGER
+from rsep.plugin.compile.plan import compile_query
 from rsep.plugin.nfa.runtime import Match, NfaState
 from rsep.plugin.spark.adapter import KeyStep, dump_state, groups_of, load_state, match_frame, matches_of
 from rsep.plugin.spark.cds import ClassCache
@@ -212,6 +215,31 @@ def test_inputs_without_matches(spark: SparkSession) -> None:
     replay = SparkReplay(plan, KnowledgeBase(), spark)
     assert replay.run([]) == []
     assert replay.run(numbered([event(1, "C", "k1"), event(2, None), event(3, "A", "k1")])) == []
+
+
+BIND_VALUES = """SELECT ?a ?next ?band WHERE {
+  { ?e <urn:v> ?a BIND(?a + 1 AS ?next) VALUES (?a ?band) { (1 "low") (UNDEF "any") } }
+  SEQ { ?f <urn:v> ?next } }"""
+
+
+@pytest.mark.spark
+def test_bind_and_values_find_the_replays_matches(spark: SparkSession) -> None:
+    """An EP-SPARQL BIND (a later value one above an earlier one) and VALUES (a row for 1, an
+    UNDEF row for any value) on the executors: the runtime there extends and forks the runs
+    as in-process."""
+    plan = compile_query(parse_event_query(BIND_VALUES, dialect="ep-sparql"))
+    events = numbered(
+        [event(1, "A", "k1", 1), event(2, "A", "k1", 2), event(3, "A", "k2", 3), event(4, "A", "k1", 2)]
+    )
+    matches = SparkReplay(plan, KnowledgeBase(), spark, batch_size=2).run(events)
+    assert sorted((m.start_time, m.end_time, m.mapping["a"], m.mapping["band"]) for m in matches) == [
+        (1.0, 2.0, f'"1"^^<{XSD_INTEGER}>', '"any"'),
+        (1.0, 2.0, f'"1"^^<{XSD_INTEGER}>', '"low"'),
+        (1.0, 4.0, f'"1"^^<{XSD_INTEGER}>', '"any"'),
+        (1.0, 4.0, f'"1"^^<{XSD_INTEGER}>', '"low"'),
+        (2.0, 3.0, f'"2"^^<{XSD_INTEGER}>', '"any"'),
+    ]
+    assert matches == reference(plan, KnowledgeBase(), events)
 
 
 # --------------------------------------------------------------------------- pieces without Spark
