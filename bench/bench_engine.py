@@ -7,8 +7,9 @@ payload in memory -> matches: file IO excluded) and of the Spark stage
 in-process time, the peak number of active runs, and, measured in the same
 run:
 
-- "baseline": the engine modules (rdfio, gpm, runtime, replay) as committed
-  in BASELINE_REV, before the performance work, loaded next to the current
+- "baseline": the engine modules (rdfio, gpm, runtime, replay, and the NFA
+  modules split out of runtime where the revision has them) as committed in
+  BASELINE_REV, before the performance work, loaded next to the current
   ones; "vs <engine>" columns are that engine's time / the current one's;
 - "no sharing": the current engine with the runtime's outcome sharing off,
   to separate that optimisation from the other NFA changes;

@@ -55,10 +55,16 @@ BASELINE_REV = "12ba939d792f45766be8f6ce155f9fe347563211"
 ENGINE_MODULES = (
     "rsep.plugin.store.rdfio",
     "rsep.plugin.store.gpm",
+    "rsep.plugin.nfa.runs",
+    "rsep.plugin.nfa.outcomes",
+    "rsep.plugin.nfa.candidates",
+    "rsep.plugin.nfa.consumption",
+    "rsep.plugin.nfa.antijoins",
     "rsep.plugin.nfa.runtime",
     "rsep.plugin.replay",
 )
-"""The modules the performance work touches, in import order."""
+"""The modules the performance work touches, in import order. The runtime was one
+module (`runtime`) before it was split: a revision from then lacks the others."""
 
 _PROV = "<http://www.w3.org/ns/prov#generatedAtTime>"
 _DECIMAL = "<http://www.w3.org/2001/XMLSchema#decimal>"
@@ -195,27 +201,38 @@ def compile_text(text: str, keyed: bool = True) -> QueryPlan:
 
 @dataclass(frozen=True)
 class Engine:
-    """The modules one replay uses: rdfio (parse), gpm, runtime, replay."""
+    """The modules one replay uses (`ENGINE_MODULES`): rdfio (parse), gpm, the
+    NFA runtime's, replay."""
 
     label: str
-    rdfio: Any
-    gpm: Any
-    runtime: Any
-    replay: Any
-    runtime_constants: Mapping[str, Any] = field(default_factory=dict)
-    """Constants of the runtime module set while this engine replays (a
+    modules: Mapping[str, Any]
+    """By name (`ENGINE_MODULES`)."""
+    constants: Mapping[tuple[str, str], Any] = field(default_factory=dict)
+    """(module name, constant) -> value, set while this engine replays (a
     variant of the current engine that exists only in the benchmark)."""
+
+    @property
+    def rdfio(self) -> Any:
+        return self.modules["rsep.plugin.store.rdfio"]
+
+    @property
+    def gpm(self) -> Any:
+        return self.modules["rsep.plugin.store.gpm"]
+
+    @property
+    def replay(self) -> Any:
+        return self.modules["rsep.plugin.replay"]
 
     @contextmanager
     def configured(self) -> Iterator[None]:
-        saved = {name: getattr(self.runtime, name) for name in self.runtime_constants}
-        for name, value in self.runtime_constants.items():
-            setattr(self.runtime, name, value)
+        saved = {(module, name): getattr(self.modules[module], name) for module, name in self.constants}
+        for (module, name), value in self.constants.items():
+            setattr(self.modules[module], name, value)
         try:
             yield
         finally:
-            for name, value in saved.items():
-                setattr(self.runtime, name, value)
+            for (module, name), value in saved.items():
+                setattr(self.modules[module], name, value)
 
     def parse(self, workload: Workload) -> list[Any]:
         """TriG payload -> numbered events (what `rsep run` does after reading the file)."""
@@ -227,26 +244,35 @@ class Engine:
 
 
 def current_engine() -> Engine:
-    modules = [importlib.import_module(name) for name in ENGINE_MODULES]
-    return Engine("current", *modules)
+    return Engine("current", {name: importlib.import_module(name) for name in ENGINE_MODULES})
 
 
 def without_sharing(engine: Engine) -> Engine:
-    """The current engine with the runtime's outcome sharing (`_Outcomes`)
+    """The current engine with the runtime's outcome sharing (`Outcomes`)
     switched off: the NFA optimisations without that one."""
-    return replace(engine, label="no sharing", runtime_constants={"SHARE_MIN_RUNS": sys.maxsize})
+    return replace(
+        engine, label="no sharing", constants={("rsep.plugin.nfa.outcomes", "SHARE_MIN_RUNS"): sys.maxsize}
+    )
 
 
 def load_revision(rev: str) -> Engine:
     """The engine modules as committed in `rev`, loaded under fresh module
     objects next to the current ones. While each is executed, `sys.modules`
     points its imports of the others at the old versions, so the old replay
-    drives the old runtime and the old evaluator; the rest of rsep is shared."""
+    drives the old runtime and the old evaluator; the rest of rsep is shared.
+    Modules the revision does not have (it predates them) are left out."""
+    subprocess.run(
+        ["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=REPO, capture_output=True, check=True
+    )
     saved = {name: sys.modules.get(name) for name in ENGINE_MODULES}
-    loaded: list[ModuleType] = []
+    loaded: dict[str, ModuleType] = {}
     try:
         for name in ENGINE_MODULES:
             path = name.removeprefix("rsep.").replace(".", "/") + ".py"
+            if subprocess.run(
+                ["git", "cat-file", "-e", f"{rev}:{path}"], cwd=REPO, capture_output=True
+            ).returncode:
+                continue
             source = subprocess.run(
                 ["git", "show", f"{rev}:{path}"], cwd=REPO, capture_output=True, text=True, check=True
             ).stdout
@@ -256,14 +282,14 @@ def load_revision(rev: str) -> Engine:
             module.__file__ = f"{rev[:7]}:{path}"
             sys.modules[name] = module  # dataclasses look their module up while being built
             exec(compile(source, module.__file__, "exec"), module.__dict__)
-            loaded.append(module)
+            loaded[name] = module
     finally:
         for name, module in saved.items():
             if module is None:
                 sys.modules.pop(name, None)
             else:
                 sys.modules[name] = module
-    return Engine(rev[:7], *loaded)
+    return Engine(rev[:7], loaded)
 
 
 # ---------------------------------------------------------------------- naive GPM stage

@@ -24,7 +24,7 @@ from enum import Enum
 from typing import Any
 
 from rsep.plugin.nfa.automaton import Automaton
-from rsep.plugin.nfa.runtime import NfaState, Path, Run
+from rsep.plugin.nfa.runs import NfaState, Path, Run
 
 VERSION = 5
 _READABLE = (3, 4, 5)
