@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from rsep.endpoint import settings
 from rsep.endpoint.replay import KbFile, RunRequest, StreamFile, render, run
 from rsep.plugin.algebra.events import ConsumptionPolicy
+from rsep.plugin.algebra.sparql import is_absolute_iri
 from rsep.plugin.compile.entailment import REGIMES
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def _stream(text: str) -> StreamFile:
 def _base(text: str) -> str:
     """An absolute IRI (`<...>` optional): relative IRIs resolve against it."""
     iri = text.strip("<>")
-    if not re.match(r"[A-Za-z][A-Za-z0-9+.\-]*:", iri):
+    if not is_absolute_iri(iri):
         raise argparse.ArgumentTypeError(f"expected an absolute IRI, got {text!r}")
     return iri
 
@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.add_argument("--entailment", choices=REGIMES,
                          help="match under RDFS entailment with the --kb schema (default: none)")  # fmt: skip
     run_cmd.add_argument("--format", choices=["jsonl", "srj", "trig"], default="jsonl",
-                         help="trig: a window CONSTRUCT's evaluations as events")  # fmt: skip
+                         help="trig: a window or EP-SPARQL CONSTRUCT's output as events")  # fmt: skip
     run_cmd.add_argument("--base", type=_base, metavar="IRI",
                          help="base of relative IRIs (default: each file's address)")  # fmt: skip
     run_cmd.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")

@@ -20,6 +20,7 @@ from rsep.endpoint.parameters import FORM, parameters, single
 from rsep.endpoint.streaming import Streaming, compile_text, streaming
 from rsep.grammar import DIALECTS
 from rsep.plugin.algebra.events import ConsumptionPolicy
+from rsep.plugin.algebra.sparql import is_absolute_iri
 from rsep.plugin.compile.automaton import CompileError
 from rsep.plugin.compile.entailment import REGIMES
 from rsep.plugin.compile.plan import QueryPlan
@@ -32,7 +33,7 @@ from rsep.plugin.windows.plan import WindowPlan
 bp = Blueprint("queries", __name__)
 
 QUERY_BODY = "application/sparql-query"
-OPTIONS = ("policy", "dialect", "from", "entailment")
+OPTIONS = ("policy", "dialect", "from", "entailment", "base")
 """The registration options, URL parameters or fields of a form body."""
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -55,6 +56,7 @@ def register_text(text: str, options: dict[str, str]) -> tuple[Response, int, di
             dialect=options.get("dialect"),
             policy=options.get("policy"),
             entailment=options.get("entailment"),
+            base=options.get("base"),
         )
     except CompileError as error:
         where = error.position
@@ -223,6 +225,11 @@ def request_options() -> dict[str, str]:
             message = f"unknown entailment regime {entailment!r} (known: {', '.join(REGIMES)})"
             raise BadRequest(message, parameter="entailment")
         options["entailment"] = entailment
+    base = single(params, "base")
+    if base is not None:
+        if not is_absolute_iri(base):
+            raise BadRequest(f"expected an absolute IRI, got {base!r}", parameter="base")
+        options["base"] = base
     return options
 
 

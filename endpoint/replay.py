@@ -22,7 +22,7 @@ from rsep.plugin.compile.plan import QueryPlan, compile_query
 from rsep.plugin.events import GraphEvent
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.replay import NumberedEvent, Replay, number_events
-from rsep.plugin.results import Projector, Solution, jsonl_line, srj_document
+from rsep.plugin.results import Projector, Solution, derived_event, jsonl_line, srj_document
 from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
 from rsep.plugin.store.prepare import check_plan, check_window_plan
 from rsep.plugin.store.rdfio import DataError, events_trig, load_into, read_event_file, timestamp_position
@@ -263,7 +263,7 @@ def derive_streams(rules: Sequence[Rule], kb: KnowledgeBase, streams: Streams) -
     for rule in _in_dependency_order(rules):
         produced = rule.query.produced_stream
         assert produced is not None
-        result = replay_window_events(plan_windows(rule.query), kb, streams, until)
+        result = replay_window_events(plan_windows(rule.query), kb, streams, until, scope=produced)
         streams[produced] = result.graph_events(produced)
 
 
@@ -322,7 +322,8 @@ def run_closure(
         if not isinstance(rule.query.form, ConstructForm):
             raise UsageError(f"{source.path}: a --rule must be a CONSTRUCT query")
     plans = [*rules, plan]
-    closure = Closure(plans, [GpmEvaluator(p.gpms, kb) for p in plans])
+    scopes = [*(f"rule{index}" for index in range(len(rules))), ""]  # the query's own: ""
+    closure = Closure(plans, [GpmEvaluator(p.gpms, kb) for p in plans], scopes=scopes)
     matches, by_id = closure.run(events)
     ordered = [by_id[i] for i in range(max(by_id, default=-1) + 1)]
     solutions = Projector.for_plan(plan).solutions(matches[-1], ordered)
@@ -349,23 +350,31 @@ def run_windows(
     kb = load_kb(request.kb)
     streams = read_inputs(request.streams, [query, *(r.query for r in stream_rules)], stream_rules)
     derive_streams(stream_rules, kb, streams)
-    return replay_window_events(plan, kb, streams)
+    return replay_window_events(plan, kb, streams, scope=query.produced_stream or "")
 
 
 def render(result: RunResult | WindowRun, output_format: str) -> str:
-    """`rsep run --format`: jsonl, srj, or trig (a window CONSTRUCT's evaluations as graph events,
-    the format `--stream` reads, so that another run can replay a REGISTER STREAM's output)."""
+    """`rsep run --format`: jsonl, srj, or trig (a window CONSTRUCT's evaluations, or an EP-SPARQL
+    CONSTRUCT's matches with their intervals, as graph events in the format `--stream` reads, so
+    that another run can replay a REGISTER STREAM's or a rule's output)."""
     if output_format == "jsonl":
         return result.jsonl()
     if output_format == "srj":
         return result.srj()
+    if isinstance(result, RunResult) and _interval_construct(result.plan.query):
+        return events_trig(derived_event(s, DERIVED_STREAM) for s in result.solutions)
     if not isinstance(result, WindowRun) or result.plan.form is not Form.CONSTRUCT:
         raise UsageError(
             "--format trig writes graph events: the evaluations of a C-SPARQL or CQELS CONSTRUCT "
-            "(REGISTER STREAM); solutions, and EP-SPARQL CONSTRUCT matches (which span intervals), "
-            "print with --format jsonl"
+            "(REGISTER STREAM) or the matches of an EP-SPARQL CONSTRUCT; solutions print with "
+            "--format jsonl"
         )
     return events_trig(result.graph_events(result.plan.query.produced_stream or ""))
+
+
+def _interval_construct(query: EventQuery) -> bool:
+    """A CONSTRUCT whose matches are triple occurrences over intervals (EP-SPARQL's rules)."""
+    return isinstance(query.form, ConstructForm) and query.dialect.interval_semantics
 
 
 def replay(

@@ -167,12 +167,18 @@ def streaming() -> Streaming:
 
 
 def compile_text(
-    text: str, *, dialect: str | None = None, policy: str | None = None, entailment: str | None = None
+    text: str,
+    *,
+    dialect: str | None = None,
+    policy: str | None = None,
+    entailment: str | None = None,
+    base: str | None = None,
 ) -> QueryPlan | WindowPlan:
     """Parse and compile a continuous query: an event pattern to its NFA plan, a window query
-    (C-SPARQL, CQELS) to its window plan. Raises `SparqlSyntaxError` (with the position, source
-    `query`), `CompileError` or `ValueError`."""
-    query = parse_event_query(text, source="query", dialect=dialect)
+    (C-SPARQL, CQELS) to its window plan; `base` resolves relative IRIs where the text has no
+    BASE. Raises `SparqlSyntaxError` (with the position, source `query`), `CompileError` or
+    `ValueError`."""
+    query = parse_event_query(text, source="query", dialect=dialect, base_iri=base)
     if entailment is not None:
         query = replace(query, entailment=entailment)
     if is_window_query(query):
@@ -192,7 +198,11 @@ def compile_registered(query: RegisteredQuery) -> QueryPlan | WindowPlan:
     """The in-process engine's `PlanCompiler`: a registration compiled as it was registered."""
     options = query.options
     return compile_text(
-        query.text, dialect=query.dialect, policy=options.get("policy"), entailment=options.get("entailment")
+        query.text,
+        dialect=query.dialect,
+        policy=options.get("policy"),
+        entailment=options.get("entailment"),
+        base=options.get("base"),
     )
 
 
@@ -200,7 +210,8 @@ def is_window_registration(query: RegisteredQuery) -> bool:
     """Is a registered query a window query (C-SPARQL, CQELS)? One that no longer parses is
     not: the engine it goes to reports the error."""
     try:
-        return is_window_query(parse_event_query(query.text, dialect=query.dialect))
+        parsed = parse_event_query(query.text, dialect=query.dialect, base_iri=query.options.get("base"))
+        return is_window_query(parsed)
     except ValueError:
         return False
 

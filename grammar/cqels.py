@@ -35,7 +35,7 @@ from lark import Token
 from lark.tree import Meta
 from lark.visitors import v_args
 
-from rsep.grammar.csparql import check_window, parse_duration
+from rsep.grammar.csparql import check_window, checked_duration
 from rsep.grammar.sparql_transformer import QueryParts
 from rsep.grammar.window_forms import WindowQueryForms
 from rsep.plugin.algebra.events import (
@@ -191,8 +191,8 @@ class CqelsTransformer(WindowQueryForms):
         self._seqs: list[_EventClause] = []
 
     def range_window(self, children: list[Token]) -> TimeWindow:
-        width = parse_duration(children[0])
-        return TimeWindow(width, parse_duration(children[1]) if len(children) > 1 else None)
+        width = checked_duration(self, children[0], "RANGE")
+        return TimeWindow(width, checked_duration(self, children[1], "SLIDE") if len(children) > 1 else None)
 
     def now_window(self, children: list[Any]) -> NowWindow:
         return NowWindow()
@@ -295,7 +295,7 @@ class CqelsTransformer(WindowQueryForms):
         return _NodeTest(test, meta)
 
     def _element(self, target: IRI, pattern: GroupPattern, meta: Meta) -> WindowElement:
-        node = WindowElement(target.value, pattern)
+        node = WindowElement(target.value, pattern, SourcePosition(*self.position(meta)))
         self.remember(node, *self.position(meta))
         self._blocks.append(node)
         self.set_scope(node, self.scope(pattern))
@@ -370,7 +370,10 @@ class CqelsTransformer(WindowQueryForms):
         for window in named:
             if window.name.value in decls:
                 raise self.fail(f"window <{window.name.value}> is declared twice", window.meta)
-            decls[window.name.value] = StreamDecl(window.stream.value, window.name.value, window.window)
+            position = SourcePosition(*self.position(window.meta))
+            decls[window.name.value] = StreamDecl(
+                window.stream.value, window.name.value, window.window, position
+            )
         by_stream: dict[str, StreamDecl] = {}
         for use in self._uses:
             if use.named:
@@ -382,7 +385,10 @@ class CqelsTransformer(WindowQueryForms):
                         use.meta,
                     )
                 continue
-            previous = by_stream.setdefault(use.target.value, StreamDecl(use.target.value, None, use.window))
+            position = SourcePosition(*self.position(use.meta))
+            previous = by_stream.setdefault(
+                use.target.value, StreamDecl(use.target.value, None, use.window, position)
+            )
             if previous.window != use.window:
                 raise self.fail(
                     f"stream <{use.target.value}> is read through two different windows; "

@@ -10,7 +10,9 @@ TIMESTAMP_FUNCTION; `ASK` becomes `SELECT DISTINCT` with an empty
 projection, which yields one empty solution exactly when ASK is true.
 `REGISTER QUERY|STREAM name AS` becomes the query's Registration: its kind, and
 the name read as an IRI reference resolved against the base (the stream a
-`REGISTER STREAM ... CONSTRUCT` produces).
+`REGISTER STREAM ... CONSTRUCT` produces). What rsep does not run is refused
+where it is written: a duration that rounds to no tick, COMPUTED EVERY over a
+count window, DESCRIBE and the pre-SPARQL-1.1 AGGREGATE clause.
 """
 
 from __future__ import annotations
@@ -35,13 +37,14 @@ from rsep.plugin.algebra.events import (
     Registration,
     RegistrationKind,
     SelectForm,
+    SourcePosition,
     StreamDecl,
     TimeUnit,
     TimeWindow,
     Window,
     WindowElement,
 )
-from rsep.plugin.algebra.sparql import IRI, Expr, FunctionCall, GroupPattern
+from rsep.plugin.algebra.sparql import IRI, Expr, FunctionCall, GroupPattern, is_absolute_iri
 
 _UNITS = {
     "MS": TimeUnit.MILLISECONDS,
@@ -51,7 +54,6 @@ _UNITS = {
     "D": TimeUnit.DAYS,
 }
 _DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)[ \t]*([A-Za-z]+)")
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
 def parse_duration(token: Token) -> Duration:
@@ -62,10 +64,18 @@ def parse_duration(token: Token) -> Duration:
 
 
 @dataclass(frozen=True, slots=True)
+class _Every:
+    """`COMPUTED EVERY d`, and where it is written."""
+
+    period: Duration
+    text: str
+    meta: Meta
+
+
+@dataclass(frozen=True, slots=True)
 class _Register:
     registration: Registration
-    every: Duration | None
-    token: Token
+    every: _Every | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +95,8 @@ class CsparqlTransformer(WindowQueryForms):
         head = children[0]
         if isinstance(head, Token) and head.type.endswith("TIMESTAMP_FUNCTION"):
             self._timestamp = self._timestamp or head
-            return FunctionCall(IRI(TIMESTAMP_FUNCTION), tuple(children[1:]))
+            position = SourcePosition(*self.position(head))
+            return FunctionCall(IRI(TIMESTAMP_FUNCTION), tuple(children[1:]), position=position)
         return super().built_in_call(children)
 
     def register_clause(self, children: list[Any]) -> _Register:
@@ -94,20 +105,22 @@ class CsparqlTransformer(WindowQueryForms):
         kind, token, *every = children
         name = self._iriref_text(token) if token.type.endswith("IRIREF") else str(token)
         iri = resolve_iri(self.base, name)
-        stream = iri if _SCHEME.match(iri) else None
-        return _Register(Registration(kind, name, stream), every[0] if every else None, token)
+        stream = iri if is_absolute_iri(iri) else None
+        return _Register(Registration(kind, name, stream), every[0] if every else None)
 
     def register_kind(self, children: list[Token]) -> RegistrationKind:
         return RegistrationKind(str(children[0]).lower())
 
-    def computed_every(self, children: list[Token]) -> Duration:
-        return parse_duration(children[0])
+    @v_args(meta=True)
+    def computed_every(self, meta: Meta, children: list[Token]) -> _Every:
+        token = children[0]
+        return _Every(checked_duration(self, token, "COMPUTED EVERY"), str(token), meta)
 
     def time_window(self, children: list[Token]) -> TimeWindow:
-        width = parse_duration(children[0])
+        width = checked_duration(self, children[0], "RANGE")
         if children[1].type.endswith("TUMBLING"):
             return TimeWindow(width, width)
-        return TimeWindow(width, parse_duration(children[1]))
+        return TimeWindow(width, checked_duration(self, children[1], "STEP"))
 
     def count_window(self, children: list[Token]) -> CountWindow:
         return CountWindow(int(children[0]))
@@ -116,7 +129,22 @@ class CsparqlTransformer(WindowQueryForms):
     def stream_clause(self, meta: Meta, children: list[Any]) -> _Stream:
         iri, window = children
         check_window(self, window, meta)
-        return _Stream(StreamDecl(iri.value, None, window))
+        return _Stream(StreamDecl(iri.value, None, window, SourcePosition(*self.position(meta))))
+
+    def aggregate_clause(self, children: list[Token]) -> None:
+        raise self.fail(
+            "C-SPARQL's AGGREGATE { ... } clause predates SPARQL 1.1, whose aggregates rsep reads "
+            "instead: write GROUP BY, with the aggregate in SELECT ((COUNT(?x) AS ?n))",
+            children[0],
+        )
+
+    @v_args(meta=True)
+    def describe_query(self, meta: Meta, children: list[Any]) -> None:
+        raise self.fail(
+            "a C-SPARQL query is a SELECT, CONSTRUCT or ASK: DESCRIBE is not supported (CONSTRUCT "
+            "{ ?x ?p ?o } ... WHERE { ?x ?p ?o } gives what the windows say about ?x)",
+            meta,
+        )
 
     def query(self, children: list[Any]) -> Any:
         register = children[0] if isinstance(children[0], _Register) else None
@@ -149,24 +177,44 @@ class CsparqlTransformer(WindowQueryForms):
 
     def _check_every(self, register: _Register, query: EventQuery) -> None:
         """COMPUTED EVERY names the evaluation period; rsep evaluates at window closes (RSEP-QL
-        §3.4), so it must agree with the STEP of every time-based window."""
-        if register.every is None:
+        §3.4), so it must agree with the STEP of every time-based window, and a count window,
+        which closes at each arrival, has no period it could agree with (docs/semantics.md)."""
+        every = register.every
+        if every is None:
             return
         for stream in query.streams:
             window = stream.window
-            slide = window.slide if isinstance(window, TimeWindow) else None
-            if slide is not None and abs(slide.seconds - register.every.seconds) > 1e-9:
+            if isinstance(window, CountWindow):
                 raise self.fail(
-                    f"COMPUTED EVERY {register.every.seconds:g}s differs from the STEP "
+                    f"COMPUTED EVERY {every.text} needs time-based windows: the count window "
+                    f"[RANGE TRIPLES {window.size}] of <{stream.iri}> closes at each arrival, so the "
+                    "query is evaluated then, not periodically",
+                    every.meta,
+                )
+            slide = window.slide if isinstance(window, TimeWindow) else None
+            if slide is not None and slide.ticks != every.period.ticks:
+                raise self.fail(
+                    f"COMPUTED EVERY {every.period.seconds:g}s differs from the STEP "
                     f"({slide.seconds:g}s) of <{stream.iri}>: rsep evaluates at window closes",
-                    register.token,
+                    every.meta,
                 )
 
 
+def checked_duration(transformer: SparqlTransformer, token: Token, clause: str) -> Duration:
+    """A window's width or slide, or a report period: windows count time in whole microseconds
+    (rsep.plugin.windows.functions), so one that rounds to none is refused at the duration."""
+    duration = parse_duration(token)
+    if duration.ticks <= 0:
+        raise transformer.fail(
+            f"{clause} {token}: a duration here must be at least 1µs (windows count time in whole "
+            "microseconds, and this rounds to 0)",
+            token,
+        )
+    return duration
+
+
 def check_window(transformer: SparqlTransformer, window: Window, where: Meta) -> None:
-    """Windows need a positive width, slide and size (RSEP-QL Def. 3)."""
-    if isinstance(window, TimeWindow):
-        if window.width.seconds <= 0 or (window.slide is not None and window.slide.seconds <= 0):
-            raise transformer.fail("a window's width and slide must be positive", where)
-    elif isinstance(window, CountWindow) and window.size <= 0:
+    """A count window holds at least one triple (RSEP-QL Def. 3); time-based windows' durations
+    are checked where they are written (`checked_duration`)."""
+    if isinstance(window, CountWindow) and window.size <= 0:
         raise transformer.fail("a count window holds at least one triple", where)

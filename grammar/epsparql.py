@@ -93,6 +93,7 @@ from rsep.plugin.algebra.sparql import (
     Prologue,
     SelectQuery,
     SolutionModifiers,
+    SourcePosition,
     SubSelect,
     TriplePattern,
     UnionPattern,
@@ -206,6 +207,20 @@ class EpsparqlTransformer(SparqlTransformer):
         return node
 
     @v_args(meta=True)
+    def function_call(self, meta: Meta, children: list[Any]) -> FunctionCall:
+        return self._positioned_call(super().function_call(children), meta)
+
+    @v_args(meta=True)
+    def iri_or_function(self, meta: Meta, children: list[Any]) -> IRI | FunctionCall:
+        node = super().iri_or_function(children)
+        return self._positioned_call(node, meta) if isinstance(node, FunctionCall) else node
+
+    def _positioned_call(self, call: FunctionCall, meta: Meta) -> FunctionCall:
+        """An extension function call, where it is written: the compiler refuses an unknown one
+        in a FILTER or BIND the NFA evaluates there."""
+        return replace(call, position=SourcePosition(*self.position(meta)))
+
+    @v_args(meta=True)
     def limit_clause(self, meta: Meta, children: list[int]) -> Any:
         self._slices.append(meta)
         return super().limit_clause(children)
@@ -261,6 +276,7 @@ class EpsparqlTransformer(SparqlTransformer):
         parts = QueryParts.collect(children)
         clause = parts.select
         assert clause is not None and parts.where is not None
+        self.check_projection(clause, parts.where, parts.modifiers)
         return self._query(SelectForm(clause.projection, clause.distinct), parts, meta)
 
     @v_args(meta=True)
@@ -275,8 +291,21 @@ class EpsparqlTransformer(SparqlTransformer):
         after the background and its FILTERs (`compile.plan.attach_background` joins it last)."""
         if values is not None:
             self._check_trailing(values, form.solution_projection)
+            if any(isinstance(e, InlineData) for e in form.where.elements):
+                raise self.fail("a query takes one trailing VALUES clause", values)
+            if isinstance(form.form, SelectForm):
+                self._check_values_projection(form.form, values)
             form = replace(form, where=GroupPattern((*form.where.elements, values)))
         return replace(form, prologue=prologue)
+
+    def _check_values_projection(self, form: SelectForm, values: InlineData) -> None:
+        """SPARQL §18.2.1: `(expression AS ?v)` needs ?v out of scope, the trailing VALUES too."""
+        bound = {v.name for v in values.vars}
+        for item in form.projection or ():
+            if item.expr is not None and item.var.name in bound:
+                raise self.fail(
+                    f"?{item.var.name} is already in scope in the trailing VALUES clause", item.var
+                )
 
     def _check_trailing(self, values: InlineData, projection: tuple[Projection, ...] | None) -> None:
         if projection is not None:
@@ -305,6 +334,8 @@ class EpsparqlTransformer(SparqlTransformer):
             sub = where.elements[0].query
             self._check_sub_select(sub, meta)
             where, projection = _top_level(sub.where), sub.projection
+        if len(trailing) > 1:
+            raise self.fail("a query takes one trailing VALUES clause", trailing[1])
         for values in trailing:
             self._check_trailing(values, projection)
         pattern = self._translate(where, state, top=True)

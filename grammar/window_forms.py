@@ -6,11 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from lark import Token
 from lark.tree import Meta
 from lark.visitors import v_args
 
 from rsep.grammar.sparql_transformer import QueryParts, SparqlTransformer
 from rsep.plugin.algebra.events import ConstructForm, EventQuery, SelectForm, SourcePosition
+from rsep.plugin.algebra.sparql import IRI, is_absolute_iri
 
 
 class WindowQueryForms(SparqlTransformer):
@@ -19,6 +21,18 @@ class WindowQueryForms(SparqlTransformer):
 
     def _query(self, form: SelectForm | ConstructForm, parts: QueryParts, meta: Meta) -> EventQuery:
         raise NotImplementedError
+
+    def iri(self, children: list[Token]) -> IRI:
+        """Oxigraph runs a window query's SPARQL without a base (rsep.plugin.windows.plan), so an
+        IRI the query's BASE and the base it was given leave relative is refused where it stands."""
+        found = super().iri(children)
+        if not is_absolute_iri(found.value):
+            raise self.fail(
+                f"<{found.value}> is a relative IRI and the query has no base: declare BASE <...> in "
+                "the query (or give a base: rsep run --base, POST /queries?base=)",
+                children[0],
+            )
+        return found
 
     def _positioned(self, form: SelectForm | ConstructForm, parts: QueryParts, meta: Meta) -> EventQuery:
         return replace(self._query(form, parts, meta), position=SourcePosition(*self.position(meta)))

@@ -50,12 +50,18 @@ class Closure:
     """Replays queries over a stream and what their CONSTRUCT rules derive.
 
     `plans[i]` feeds its output back into the stream when it is a CONSTRUCT
-    query; `evaluators[i]` is its GPM stage. `run` returns each plan's
-    matches and every event (input and derived) by id."""
+    query; `evaluators[i]` is its GPM stage; `scopes[i]` names it in its blank
+    nodes (`Projector.scope`: two rules' answers never share one). `run`
+    returns each plan's matches and every event (input and derived) by id."""
 
     def __init__(
-        self, plans: Sequence[QueryPlan], evaluators: Sequence[GpmEvaluatorLike], max_rounds: int = MAX_ROUNDS
+        self,
+        plans: Sequence[QueryPlan],
+        evaluators: Sequence[GpmEvaluatorLike],
+        max_rounds: int = MAX_ROUNDS,
+        scopes: Sequence[str] | None = None,
     ) -> None:
+        names = [""] * len(plans) if scopes is None else scopes
         self.queries = [
             _Query(
                 plan,
@@ -64,9 +70,9 @@ class Closure:
                 {},
                 [],
                 isinstance(plan.query.form, ConstructForm),
-                Projector.for_plan(plan),
+                Projector.for_plan(plan, scope),
             )
-            for plan, evaluator in zip(plans, evaluators, strict=True)
+            for plan, evaluator, scope in zip(plans, evaluators, names, strict=True)
         ]
         self.max_rounds = max_rounds
         self.events: dict[int, GraphEvent] = {}

@@ -20,6 +20,9 @@ from rsep.plugin.terms import literal_nt
 XSD_DATETIME = XSD + "dateTime"
 XSD_DATETIMESTAMP = XSD + "dateTimeStamp"
 PROV_GENERATED_AT = "http://www.w3.org/ns/prov#generatedAtTime"
+PROV_STARTED_AT = "http://www.w3.org/ns/prov#startedAtTime"
+"""An event's interval start, `<graph> prov:startedAtTime S` beside its generatedAtTime T: the
+event spans [S, T] (docs/semantics.md, "Interval-stamped events")."""
 _INTEGER_TYPES = frozenset(
     XSD + name
     for name in (
@@ -117,14 +120,19 @@ class GraphEvent:
     time: Timestamp
     ntriples: str
     start: Timestamp | None = None
-    """For derived events (EP-SPARQL CONSTRUCT rules), the start of the interval
-    they span; `time` is its end. None for ordinary, instantaneous events."""
+    """The start of the interval the event spans (`prov:startedAtTime` in an event file, or a
+    derived event of an EP-SPARQL CONSTRUCT rule); `time` is its end. None for an instantaneous
+    event."""
 
     def nquads(self) -> str:
         """The event as a client posts it: its triples in its graph, and its timestamp
-        (`prov:generatedAtTime`) in the default graph, as N-Quads."""
+        (`prov:generatedAtTime`, and `prov:startedAtTime` when it spans an interval) in the
+        default graph, as N-Quads."""
         body = "".join(f"{line[:-2]} {self.name} .\n" for line in self.ntriples.splitlines() if line.strip())
-        return body + f"{self.name} <{PROV_GENERATED_AT}> {timestamp_nt(self.time)} .\n"
+        body += f"{self.name} <{PROV_GENERATED_AT}> {timestamp_nt(self.time)} .\n"
+        if self.start is not None and self.start.seconds < self.time.seconds:
+            body += f"{self.name} <{PROV_STARTED_AT}> {timestamp_nt(self.start)} .\n"
+        return body
 
     @property
     def begins(self) -> Timestamp:

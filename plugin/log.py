@@ -52,14 +52,24 @@ class LogRecord:
 
 
 def _encode(event: GraphEvent) -> list[object]:
+    """[stream, name, seconds, lexical, numeric, ntriples], and for an event spanning an interval
+    the start's seconds and lexical form after them (of the end's kind): logs written before
+    intervals, six fields per event, read the same."""
     time = event.time
-    return [event.stream, event.name, time.seconds, time.lexical, time.numeric, event.ntriples]
+    fields: list[object] = [event.stream, event.name, time.seconds, time.lexical, time.numeric]
+    fields.append(event.ntriples)
+    if event.start is not None:
+        fields += [event.start.seconds, event.start.lexical]
+    return fields
 
 
 def _decode(position: int, fields: list[object]) -> LogRecord:
-    stream, name, seconds, lexical, numeric, ntriples = fields
+    stream, name, seconds, lexical, numeric, ntriples = fields[:6]
     time = Timestamp(float(seconds), str(lexical), bool(numeric))  # type: ignore[arg-type]
-    return LogRecord(position, GraphEvent(str(stream), str(name), time, str(ntriples)))
+    start = None
+    if len(fields) > 6:
+        start = Timestamp(float(fields[6]), str(fields[7]), time.numeric)  # type: ignore[arg-type]
+    return LogRecord(position, GraphEvent(str(stream), str(name), time, str(ntriples), start))
 
 
 class EventLog:

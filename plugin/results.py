@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from rsep.plugin.algebra.events import ConstructForm, QueryForm, SelectForm
 from rsep.plugin.algebra.sparql import (
@@ -27,7 +28,7 @@ from rsep.plugin.algebra.sparql import (
     Var,
 )
 from rsep.plugin.compile.plan import QueryPlan
-from rsep.plugin.events import GraphEvent
+from rsep.plugin.events import GraphEvent, Timestamp
 from rsep.plugin.expr import ExprError, compile_expr
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.terms import nt_to_term, term_to_nt
@@ -108,8 +109,12 @@ class Projector:
         form: QueryForm,
         solution_projection: Sequence[Projection] | None = None,
         modifiers: SolutionModifiers | None = None,
+        scope: str = "",
     ) -> None:
         self.names = tuple(names)
+        self.scope = scope
+        """Names the query in its CONSTRUCT blank nodes (`match_label`): two rules' matches of the
+        same events and mapping are two answers, with blank nodes of their own."""
         self.slice = Slice() if modifiers is None else Slice(modifiers.limit, modifiers.offset)
         self.template = form.template if isinstance(form, ConstructForm) else None
         self.distinct = isinstance(form, SelectForm) and form.distinct
@@ -123,9 +128,9 @@ class Projector:
         self._seen: set[tuple[tuple[str, str], ...]] = set()
 
     @classmethod
-    def for_plan(cls, plan: QueryPlan) -> Projector:
+    def for_plan(cls, plan: QueryPlan, scope: str = "") -> Projector:
         query = plan.query
-        return cls(plan.output_vars, query.form, query.solution_projection, query.modifiers)
+        return cls(plan.output_vars, query.form, query.solution_projection, query.modifiers, scope)
 
     def solution(self, mapping: Mapping[str, str]) -> Mapping[str, str]:
         """A match's mapping as the query form sees it (through the sub-SELECT, if any)."""
@@ -148,9 +153,10 @@ class Projector:
 
     def construct(self, match: Match, label: str | None = None) -> tuple[tuple[str, str, str], ...]:
         """CONSTRUCT: the template instantiated with the match (blank nodes named after `label`,
-        by default the match's own)."""
+        by default the match's own in this projector's scope)."""
         assert self.template is not None
-        return instantiate(self.template, self.solution(match.mapping), label or match_label(match))
+        name = label or match_label(match, self.scope)
+        return instantiate(self.template, self.solution(match.mapping), name)
 
     def solutions(self, matches: Iterable[Match], events: Sequence[GraphEvent]) -> list[Solution]:
         out = []
@@ -170,7 +176,7 @@ def jsonl_line(solution: Solution) -> str:
     """`{"start": T, "end": T, "bindings": {...}}` (or `"triples": [...]`). The times are written
     as JSON text by `Timestamp.json_text`, which keeps a number as the input wrote it (`1.50`):
     a JSON encoder would print the float it parses to."""
-    start = min((e.begins for e in solution.events), key=lambda t: t.seconds).json_text()
+    start = match_start(solution).json_text()
     end = solution.events[-1].time.json_text()
     if solution.triples is None:
         name, value = "bindings", json.dumps(solution.bindings, ensure_ascii=False)
@@ -180,10 +186,53 @@ def jsonl_line(solution: Solution) -> str:
     return f'{{"start": {start}, "end": {end}, "{name}": {value}}}'
 
 
-def match_label(match: Match) -> str:
-    """A short, deterministic name for one match (blank nodes of its CONSTRUCT
-    output are named after it, so recomputing a match reproduces them)."""
-    digest = hashlib.sha256(repr((match.events, sorted(match.mapping.items()))).encode()).hexdigest()
+class Stamped(Protocol):
+    """What `interval_start` reads of a match's event: a `GraphEvent`, or the endpoint's
+    `EventRef` of one."""
+
+    @property
+    def time(self) -> Timestamp: ...
+
+    @property
+    def begins(self) -> Timestamp: ...
+
+
+def match_start(solution: Solution) -> Timestamp:
+    """`interval_start` of a solution's match."""
+    return interval_start(solution.match, solution.events)
+
+
+def interval_start(match: Match, events: Sequence[Stamped]) -> Timestamp:
+    """When the match starts, as the input wrote it (`events` are the match's, in its order): the
+    time the runtime started it at (under interval semantics the earliest start of its events'
+    intervals; otherwise the first event's timestamp, so an event's `prov:startedAtTime` does not
+    move a SPAseq match)."""
+    seconds = match.start_time
+    for event in events:
+        for time in (event.begins, event.time):
+            if time.seconds == seconds:
+                return time
+    return events[0].time  # not reached: the start is one of its events' times
+
+
+def derived_event(solution: Solution, stream: str) -> GraphEvent:
+    """A CONSTRUCT match as one graph event of `stream` spanning the match's interval (EP-SPARQL's
+    Q-closure, §4.2, as a file holds it: `prov:startedAtTime` when it starts before it ends),
+    named after the match."""
+    assert solution.triples is not None
+    body = "".join(f"{s} {p} {o} .\n" for s, p, o in solution.triples)
+    end = solution.events[-1].time
+    start = match_start(solution)
+    return GraphEvent(stream, f"<urn:rsep:derived:{match_label(solution.match)}>", end, body, start)
+
+
+def match_label(match: Match, scope: str = "") -> str:
+    """A short, deterministic name for one match of the query `scope` names (blank nodes of its
+    CONSTRUCT output are named after it, so recomputing a match reproduces them)."""
+    key: tuple[object, ...] = (match.events, sorted(match.mapping.items()))
+    if scope:
+        key = (scope, *key)
+    digest = hashlib.sha256(repr(key).encode()).hexdigest()
     return digest[:16]
 
 

@@ -222,5 +222,5 @@ def map_expr(expr: Expr, replace_node: Callable[[Expr], Expr | None]) -> Expr:
         return In(map_expr(expr.expr, replace_node), options, expr.negated)
     if isinstance(expr, FunctionCall):
         args = tuple(map_expr(a, replace_node) for a in expr.args)
-        return FunctionCall(expr.name, args, expr.distinct)
+        return FunctionCall(expr.name, args, expr.distinct, expr.position)
     return expr

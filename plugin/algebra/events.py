@@ -34,6 +34,7 @@ from rsep.plugin.algebra.sparql import (
     TriplePattern,
     Var,
 )
+from rsep.plugin.algebra.sparql import SourcePosition as SourcePosition  # SPARQL nodes carry it too
 
 RSEP = "https://w3id.org/rsep#"
 """rsep's vocabulary: extension functions, match metadata (docs/endpoint.md)."""
@@ -45,6 +46,11 @@ TIMESTAMP_FUNCTION = RSEP + "timestamp"
 """C-SPARQL's timestamp(?v [, <stream>]): when the most recent stream triple binding ?v arrived."""
 """Extension functions over the interval of the pattern a FILTER is placed in:
 EP-SPARQL's getDURATION(), getSTARTTIME(), getENDTIME() (§4.1)."""
+
+
+TICKS_PER_SECOND = 1_000_000
+"""Windows count time in integer microseconds, so that their arithmetic is exact
+(rsep.plugin.windows.functions)."""
 
 
 # --------------------------------------------------------------------------- policies
@@ -107,6 +113,12 @@ class Duration(Node):
     def seconds(self) -> float:
         return self.amount * self.unit.value
 
+    @property
+    def ticks(self) -> int:
+        """The duration in the windows' ticks (whole microseconds): 0 for one shorter than half a
+        tick, which no window can use (the grammars refuse it where it is written)."""
+        return round(self.seconds * TICKS_PER_SECOND)
+
 
 # --------------------------------------------------------------------------- streams and windows
 
@@ -149,19 +161,8 @@ class StreamDecl(Node):
     iri: str
     alias: str | None = None
     window: Window | None = None
-
-
-# --------------------------------------------------------------------------- source positions
-
-
-@dataclass(frozen=True, slots=True)
-class SourcePosition:
-    """Where a construct was written in the query text (1-based line and column), kept on the
-    nodes the compiler may reject after parsing so that its error points there. Fields holding
-    one are never compared: where a node was written does not change what it means."""
-
-    line: int
-    column: int
+    position: SourcePosition | None = field(default=None, compare=False)
+    """Where the stream (or its window) is declared, for the plan's errors about it."""
 
 
 # --------------------------------------------------------------------------- event patterns
@@ -387,6 +388,8 @@ class WindowElement(Node):
 
     stream: str | None
     pattern: GroupPattern
+    position: SourcePosition | None = field(default=None, compare=False)
+    """Where the block is written (None for C-SPARQL's merged windows), for the plan's errors."""
 
 
 # --------------------------------------------------------------------------- queries

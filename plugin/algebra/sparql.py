@@ -17,7 +17,8 @@ Conventions:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Union
 
@@ -104,6 +105,16 @@ class Node:
     __slots__ = ()
 
 
+@dataclass(frozen=True, slots=True)
+class SourcePosition:
+    """Where a construct was written in the query text (1-based line and column), kept on the
+    nodes the compiler may reject after parsing so that its error points there. Fields holding
+    one are never compared: where a node was written does not change what it means."""
+
+    line: int
+    column: int
+
+
 # --------------------------------------------------------------------------- terms
 
 
@@ -119,6 +130,15 @@ class IRI(Node):
     """An absolute IRI."""
 
     value: str
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+def is_absolute_iri(iri: str) -> bool:
+    """Does `iri` start with a scheme (RFC 3986 §3.1)? A reference without one stays relative when
+    the query has no base to resolve it against."""
+    return _SCHEME.match(iri) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +262,9 @@ class FunctionCall(Node):
     name: str | IRI
     args: tuple[Expr, ...]
     distinct: bool = False
+    position: SourcePosition | None = field(default=None, compare=False)
+    """Where the call is written, for an extension function the compiler may refuse there
+    (C-SPARQL's timestamp(), rsep.plugin.windows.timestamp); None when not parsed from text."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -217,7 +217,11 @@ class _Context:
 
     joins: bool = True
     variables: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    """Per GPM name, the variables it binds."""
+    """Per GPM name, the variables its own group binds (without the knowledge base joined in)."""
+    joined: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Per GPM name, the variables it binds with the knowledge base joined in."""
+    top: frozenset[int] = frozenset()
+    """The nodes that join the whole pattern (by `id`), whose checks see the knowledge base."""
     auxiliaries: list[list[Alternative]] = field(default_factory=list)
     bounded: list[bool] = field(default_factory=list)
     owner_bounded: bool = True
@@ -236,11 +240,13 @@ class _Context:
             self.owner_bounded = outer
         return index
 
-    def view(self, alternative: Alternative) -> View:
+    def view(self, alternative: Alternative, node: EventPattern) -> View:
         """The variables an alternative's parts, BINDs and VALUES bind: what a FILTER, a BIND or
-        an anti-join over it sees (the bindings of its own group's solution, SPARQL §18.2.2, not
-        of other parts that bind the same names, nor of the branches of a UNION not taken)."""
-        gpms = frozenset().union(*(self.variables[name] for part in alternative.parts for name in part))
+        an anti-join over it (`node`) sees (the bindings of its own group's solution, SPARQL
+        §18.2.2, not of other parts that bind the same names, nor of the branches of a UNION not
+        taken). The knowledge base joined into a leaf is seen only by what joins the whole pattern."""
+        variables = self.joined if id(node) in self.top else self.variables
+        gpms = frozenset().union(*(variables[name] for part in alternative.parts for name in part))
         binds = (b for check in alternative.filters if not isinstance(check, PartFilter) for b in check.binds)
         return _view(gpms, binds)
 
@@ -280,9 +286,20 @@ def _view(certain: frozenset[str], binds: Iterable[Binding]) -> View:
     return View(frozenset(always | maybe.keys()), unbound)
 
 
-def flatten(pattern: EventPattern, *, joins: bool = True) -> tuple[list[Alternative], _Context]:
-    """The alternatives of `pattern`, and the context holding those of each auxiliary pattern."""
-    context = _Context(joins=joins, variables=_gpm_variables(pattern))
+def flatten(
+    pattern: EventPattern,
+    *,
+    joins: bool = True,
+    scopes: Mapping[str, frozenset[str]] | None = None,
+    outer: int = 0,
+) -> tuple[list[Alternative], _Context]:
+    """The alternatives of `pattern`, and the context holding those of each auxiliary pattern.
+    `scopes`: per GPM, the variables of its own group when the knowledge base was joined into it
+    (`compile.plan.attach_background`), which only the `outer` FILTER and VALUES nodes at the
+    root, those that join the whole pattern, see."""
+    joined = _gpm_variables(pattern)
+    own = {**joined, **(scopes or {})}
+    context = _Context(joins=joins, variables=own, joined=joined, top=_outer(pattern, outer))
     main = _alternatives(pattern, context)
     total = len(main) + sum(map(len, context.auxiliaries))
     if total > MAX_ALTERNATIVES:
@@ -292,6 +309,16 @@ def flatten(pattern: EventPattern, *, joins: bool = True) -> tuple[list[Alternat
             "order some of them with SEQ, or split the query"
         )
     return main, context
+
+
+def _outer(pattern: EventPattern, count: int) -> frozenset[int]:
+    """The first `count` nodes from the root (by `id`), FILTERs and VALUES."""
+    found: list[int] = []
+    node = pattern
+    while len(found) < count and isinstance(node, (EventFilter, EventValues)):
+        found.append(id(node))
+        node = node.element
+    return frozenset(found)
 
 
 def _alternatives(pattern: EventPattern, context: _Context) -> list[Alternative]:
@@ -323,7 +350,8 @@ def _alternatives(pattern: EventPattern, context: _Context) -> list[Alternative]
         return [a for operand in pattern.operands for a in _alternatives(operand, context)]
     if isinstance(pattern, EventFilter):
         return [
-            _with_filter(a, pattern.expr, context.view(a)) for a in _alternatives(pattern.element, context)
+            _with_filter(a, pattern.expr, context.view(a, pattern))
+            for a in _alternatives(pattern.element, context)
         ]
     if isinstance(pattern, (EventBind, EventValues)):
         return [_extended(a, pattern, context) for a in _alternatives(pattern.element, context)]
@@ -374,33 +402,33 @@ def _optional(
         optional, condition = _peel_filters(pattern.left)
         mandatory, relation = pattern.right, Relation.BEFORE_START
         joined = _alternatives(Sequence((optional, mandatory), (_ANY,)), context)
-        positive = [_with_condition(a, condition, a.parts, context) for a in joined]
+        positive = [_with_condition(a, condition, a.parts, context, pattern) for a in joined]
     elif isinstance(pattern, EqualsOptional):  # EqLeftJoin(Ψ = left; Ψ' = right, optional)
         mandatory, relation = pattern.left, Relation.SAME_INTERVAL
         optional, condition = _peel_filters(pattern.right)
         joined = _alternatives(Equals(mandatory, optional), context)
-        positive = [_with_condition(a, condition, a.parts, context) for a in joined]
+        positive = [_with_condition(a, condition, a.parts, context, pattern) for a in joined]
     else:  # LeftJoin: the optional side ends no later (docs/semantics.md: t'_end <= t_end)
         mandatory, relation = pattern.left, Relation.NOT_AFTER_END
         optional, condition = _peel_filters(pattern.right)
         positive = [
-            _with_condition(s, condition, a.parts, context)
+            _with_condition(s, condition, a.parts, context, pattern)
             for a, b in product(_alternatives(mandatory, context), _alternatives(optional, context))
             for s, last_a, last_b in _shuffles_with_sides(a, b)
             if last_b <= last_a
         ]
-    return positive + _anti(mandatory, optional, relation, context, condition)
+    return positive + _anti(mandatory, optional, relation, context, pattern, condition)
 
 
 def _with_condition(
-    alternative: Alternative, condition: Expr | None, interval: Parts, context: _Context
+    alternative: Alternative, condition: Expr | None, interval: Parts, context: _Context, node: EventPattern
 ) -> Alternative:
     """F over the joined mapping; getDURATION() and friends read the interval of
     `interval` (the joined solution for Filter(F, SeqJoin/EqJoin), the mandatory
     side for LeftJoin, as §4.2 writes them)."""
     if condition is None:
         return alternative
-    check = PartFilter(interval, condition, context.view(alternative), alternative.parts)
+    check = PartFilter(interval, condition, context.view(alternative, node), alternative.parts)
     return replace(alternative, filters=(*alternative.filters, check))
 
 
@@ -457,6 +485,7 @@ def _anti(
     optional: EventPattern,
     relation: Relation,
     context: _Context,
+    node: EventPattern,
     condition: Expr | None = None,
 ) -> list[Alternative]:
     """The mandatory side alone, unless a solution of the optional side is
@@ -466,7 +495,9 @@ def _anti(
     return [
         _with_anti(
             alternative,
-            PartAnti(aux, alternative.parts, relation, view=context.view(alternative), condition=condition),
+            PartAnti(
+                aux, alternative.parts, relation, view=context.view(alternative, node), condition=condition
+            ),
         )
         for alternative in _alternatives(mandatory, context)
     ]
@@ -548,7 +579,7 @@ def _extended(a: Alternative, pattern: EventBind | EventValues, context: _Contex
     """`a` with the BIND or VALUES over its parts applied last (see the module docstring)."""
     check: PartCheck
     if isinstance(pattern, EventBind):
-        view = context.view(a) if pattern.leading is None else context.leading_view(pattern)
+        view = context.view(a, pattern) if pattern.leading is None else context.leading_view(pattern)
         check = PartBind(a.parts, pattern.expr, view, context.binds(pattern))
     else:
         rows = tuple(
@@ -685,10 +716,13 @@ def compile_interval_automaton(
     *,
     within: float | None = None,
     policy: ConsumptionPolicy = ConsumptionPolicy.UNRESTRICTED,
+    scopes: Mapping[str, frozenset[str]] | None = None,
+    outer: int = 0,
 ) -> Automaton:
     """One automaton for all alternatives: a trie, so that alternatives
-    sharing their first steps share the states (and the runs) for them."""
-    main, context = flatten(pattern, joins=not any(residuals))
+    sharing their first steps share the states (and the runs) for them
+    (`scopes`, `outer`: see `flatten`)."""
+    main, context = flatten(pattern, joins=not any(residuals), scopes=scopes, outer=outer)
     builder = _Builder(gpm_index, context.bounded, variables=_gpm_variables(pattern))
     nodes: list[_Node] = []
     memo: dict[tuple[object, ...], int] = {}

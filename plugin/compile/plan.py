@@ -105,7 +105,13 @@ def compile_query(query: EventQuery) -> QueryPlan:
         bound = duration_bound(pattern)
         within = bound if within is None or (bound is not None and bound < within) else within
         automaton = compile_interval_automaton(
-            pattern, index, residuals, within=within, policy=query.consumption
+            pattern,
+            index,
+            residuals,
+            within=within,
+            policy=query.consumption,
+            scopes=group_variables(query),
+            outer=len(_joined_last(query)),
         )
         automaton = replace(automaton, inputs=tuple(_input_template(g) for g in gpms))
     else:
@@ -146,7 +152,8 @@ def _check_residual(gpm: GraphPatternEvent, residual: ResidualFilter) -> None:
     except UnsupportedExpression as error:
         raise CompileError(
             f"GPM {gpm.name}: {error}, in a FILTER that reads variables of other GPMs (rsep evaluates "
-            "those itself, with SPARQL 1.1's functions and the XSD casts)"
+            "those itself, with SPARQL 1.1's functions and the XSD casts)",
+            error.position,
         ) from None
 
 
@@ -155,7 +162,7 @@ def _check_filters(automaton: Automaton) -> None:
     try:
         Runtime(automaton)
     except UnsupportedExpression as error:
-        raise CompileError(f"{error}, in a FILTER or BIND the NFA evaluates") from None
+        raise CompileError(f"{error}, in a FILTER or BIND the NFA evaluates", error.position) from None
 
 
 def collect_gpms(pattern: EventPattern) -> list[GraphPatternEvent]:
@@ -184,6 +191,22 @@ def event_pattern_of(query: EventQuery) -> EventPattern:
             "the NFA compiler handles one top-level event pattern"
         )
     return attach_background(matches[0].pattern, others) if others else matches[0].pattern
+
+
+def _joined_last(query: EventQuery) -> list[Node]:
+    """The FILTERs (one node) and VALUES `attach_background` puts above the event pattern: they
+    join the whole pattern, the knowledge base included, and see its variables."""
+    others = [e for e in query.where.elements if not isinstance(e, MatchElement)]
+    values: list[Node] = [e for e in others if isinstance(e, InlineData)]
+    return [f for f in others if isinstance(f, Filter)][:1] + values
+
+
+def group_variables(query: EventQuery) -> dict[str, frozenset[str]]:
+    """Per GPM, the variables of its own group, before `attach_background` joins the knowledge
+    base into one: what the checks of the groups nested in the top level see (SPARQL §18.2.2: a
+    group's FILTER and BIND read its own group's solution), whatever the leaf the join went to."""
+    matches = [e.pattern for e in query.where.elements if isinstance(e, MatchElement)]
+    return {gpm.name: pattern_vars(gpm.pattern) for match in matches for gpm in collect_gpms(match)}
 
 
 def attach_background(pattern: EventPattern, others: list[Node]) -> EventPattern:

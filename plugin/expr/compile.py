@@ -193,7 +193,9 @@ class _Compiler:
         if isinstance(node.name, IRI):
             cast = casts.CASTS.get(node.name.value)
             if cast is None:
-                raise UnsupportedExpression(f"unsupported extension function <{node.name.value}>")
+                raise UnsupportedExpression(
+                    f"unsupported extension function <{node.name.value}>", node.position
+                )
             _arity(node, 1, 1)
             return self._strict(cast, node.args)
         name = node.name.upper()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rsep.plugin.algebra.sparql import SourcePosition
+
 
 class ExprError(Exception):
     """A SPARQL expression evaluation error (§17.2: unbound variable, type
@@ -11,4 +13,9 @@ class ExprError(Exception):
 
 class UnsupportedExpression(ValueError):
     """Raised at compile time for what cannot be evaluated on a solution
-    mapping alone: EXISTS, aggregates, unknown extension functions."""
+    mapping alone: EXISTS, aggregates, unknown extension functions; `position`
+    is where the construct is written, when the parser recorded it."""
+
+    def __init__(self, message: str, position: SourcePosition | None = None) -> None:
+        super().__init__(message)
+        self.position = position

@@ -19,6 +19,7 @@ import re
 import struct
 from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Context, Decimal
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Final
 
@@ -170,6 +171,7 @@ def bnode(label: str) -> Value:
 # --------------------------------------------------------------------------- numbers
 
 _F32: Final = struct.Struct("f")
+_F32_BITS: Final = struct.Struct("I")
 
 
 def to_f32(value: float) -> float:
@@ -445,19 +447,183 @@ def parse_term(nt: str) -> Value:
     raise ValueError(f"not an N-Triples term: {nt!r}")
 
 
-_STORED_KINDS: Final = frozenset({DECIMAL, DOUBLE, FLOAT, BOOLEAN, *TEMPORAL_KINDS, *DURATION_KINDS})
+# --------------------------------------------------------------------------- stored form
+# What Oxigraph's store keeps of a literal (its `EncodedTerm::from(LiteralRef)`): a literal of a
+# datatype it encodes natively comes back in that type's canonical form when its own parser reads
+# the lexical form, and exactly as written otherwise; every other literal comes back as written.
+
+_I64: Final = (-(2**63), 2**63 - 1)
+_I128: Final = (-(2**127), 2**127 - 1)
+_DECIMAL_SCALE: Final = 18
+"""Oxigraph's xsd:decimal is an i128 count of 10^-18."""
+_RUST_FLOAT: Final = re.compile(
+    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:inf|infinity|nan))"
+)
+"""What Rust's `f64::from_str` (Oxigraph's float/double parser) accepts: `inf` and `nan` too."""
+_TZ_LEX: Final = r"(Z|[+-][0-9]{2}:[0-9]{2})?"
+_GREGORIAN: Final[dict[str, tuple[re.Pattern[str], str, Callable[[str], str]]]] = {
+    XSD + "gYear": (re.compile(r"(-?[0-9]{4,})" + _TZ_LEX), "{0}-01-01", lambda d: d[:-6]),
+    XSD + "gYearMonth": (re.compile(r"(-?[0-9]{4,})-([0-9]{2})" + _TZ_LEX), "{0}-{1}-01", lambda d: d[:-3]),
+    XSD + "gMonthDay": (
+        re.compile(r"--([0-9]{2})-([0-9]{2})" + _TZ_LEX),
+        "2000-{0}-{1}",
+        lambda d: "-" + d[-6:],
+    ),
+    XSD + "gMonth": (re.compile(r"--([0-9]{2})" + _TZ_LEX), "2000-{0}-01", lambda d: "-" + d[-6:-3]),
+    XSD + "gDay": (re.compile(r"---([0-9]{2})" + _TZ_LEX), "2000-01-{0}", lambda d: "--" + d[-3:]),
+}
+"""gX datatype -> (lexical form, the xsd:date it is checked as (2000 is a leap year, so --02-29
+is valid), the gX form of that date's canonical form). Timezones are canonical as for dates."""
+
+
+def _stored_integer(lex: str) -> str | None:
+    """Oxigraph reads every integer type as an i64 xsd:integer (no check of the type's range)."""
+    number = parse_integer_lexical(lex)
+    return None if number is None or not _I64[0] <= number <= _I64[1] else str(number)
+
+
+def _stored_decimal(lex: str) -> str | None:
+    """An exact i128 multiple of 10^-18, or None: Oxigraph keeps `1.0000000000000000001` as written."""
+    value = parse_decimal_lexical(lex)
+    if value is None:
+        return None
+    sign, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    units = int("".join(map(str, digits)))
+    while exponent < -_DECIMAL_SCALE and units and units % 10 == 0:
+        units //= 10
+        exponent += 1
+    if units and exponent < -_DECIMAL_SCALE:
+        return None
+    scaled = units * 10 ** (exponent + _DECIMAL_SCALE) if units else 0
+    if not _I128[0] <= (-scaled if sign else scaled) <= _I128[1]:
+        return None
+    return format_decimal(value)
+
+
+def _rust_float(lex: str) -> float | None:
+    return float(lex) if _RUST_FLOAT.fullmatch(lex) else None
+
+
+def _stored_double(lex: str) -> str | None:
+    number = _rust_float(lex)
+    return None if number is None else format_double(number)
+
+
+def _f32_neighbour(value: float, toward: float) -> float:
+    """The binary32 value next to `value` (a finite binary32) in the direction of `toward`."""
+    if value == 0:
+        return math.copysign(2.0**-149, toward)
+    bits: int = _F32_BITS.unpack(_F32.pack(value))[0]
+    away_from_zero = (toward > value) == (value > 0)
+    result: float = _F32.unpack(_F32_BITS.pack(bits + 1 if away_from_zero else bits - 1))[0]
+    return result
+
+
+def _stored_float(lex: str) -> str | None:
+    """Rust rounds the text to binary32 once; rounding it to a double first can land exactly
+    on the midpoint of two binary32 values the text is not on (then the exact text decides)."""
+    number = _rust_float(lex)
+    if number is None:
+        return None
+    single = to_f32(number)
+    if single != number and math.isfinite(single):
+        other = _f32_neighbour(single, number)
+        if (single + other) / 2 == number:
+            exact = Fraction(lex)
+            if exact != number:
+                single = max(single, other) if exact > number else min(single, other)
+    return format_float(single)
+
+
+def _stored_boolean(lex: str) -> str | None:
+    flag = parse_boolean_lexical(lex)
+    return None if flag is None else ("true" if flag else "false")
+
+
+_FRACTION: Final = re.compile(r"\.([0-9]+)")
+
+
+def _seconds_fit(lex: str) -> bool:
+    """Oxigraph keeps seconds as an xsd:decimal: at most 18 fractional digits."""
+    match = _FRACTION.search(lex)
+    return match is None or len(match.group(1).rstrip("0")) <= _DECIMAL_SCALE
+
+
+def _stored_temporal(kind: int) -> Callable[[str], str | None]:
+    def stored(lex: str) -> str | None:
+        if not _seconds_fit(lex):
+            return None
+        value = temporal.parse_temporal(kind - DATETIME, lex)
+        return None if value is None else temporal.format_temporal(kind - DATETIME, value)
+
+    return stored
+
+
+def _stored_duration(kind: int) -> Callable[[str], str | None]:
+    parse = _duration_parser(kind)
+
+    def stored(lex: str) -> str | None:
+        value = parse(lex) if _seconds_fit(lex) else None
+        return None if value is None else temporal.format_duration(*value, year_month=kind == YM_DURATION)
+
+    return stored
+
+
+def _stored_gregorian(datatype: str) -> Callable[[str], str | None]:
+    pattern, as_date, from_date = _GREGORIAN[datatype]
+
+    def stored(lex: str) -> str | None:
+        match = pattern.fullmatch(lex)
+        if match is None:
+            return None
+        *parts, tz = match.groups()
+        if parts == ["02", "29"] and tz not in (None, "Z"):
+            return None  # Oxigraph rejects --02-29 with a numeric offset (its check uses a non-leap year)
+        value = temporal.parse_temporal(temporal.DATE_INDEX, as_date.format(*parts) + (tz or ""))
+        if value is None:
+            return None
+        zone = "" if value.tz is None else temporal.format_tz(value.tz)
+        date = temporal.format_temporal(temporal.DATE_INDEX, value)
+        return from_date(date[: len(date) - len(zone)]) + zone
+
+    return stored
+
+
+_STORED: Final[dict[str, tuple[str, Callable[[str], str | None]]]] = {
+    **{datatype: (XSD_INTEGER, _stored_integer) for datatype in INTEGER_TYPES},
+    XSD_DECIMAL: (XSD_DECIMAL, _stored_decimal),
+    XSD_DOUBLE: (XSD_DOUBLE, _stored_double),
+    XSD_FLOAT: (XSD_FLOAT, _stored_float),
+    XSD_BOOLEAN: (XSD_BOOLEAN, _stored_boolean),
+    XSD_DATETIME: (XSD_DATETIME, _stored_temporal(DATETIME)),
+    XSD + "dateTimeStamp": (XSD_DATETIME, _stored_temporal(DATETIME)),
+    XSD_DATE: (XSD_DATE, _stored_temporal(DATE)),
+    XSD_TIME: (XSD_TIME, _stored_temporal(TIME)),
+    XSD_DURATION: (XSD_DURATION, _stored_duration(DURATION)),
+    XSD_YM_DURATION: (XSD_YM_DURATION, _stored_duration(YM_DURATION)),
+    XSD_DT_DURATION: (XSD_DT_DURATION, _stored_duration(DT_DURATION)),
+    **{datatype: (datatype, _stored_gregorian(datatype)) for datatype in _GREGORIAN},
+}
+"""datatype IRI -> (the datatype Oxigraph stores it as, canonical lexical form or None)."""
 
 
 @lru_cache(maxsize=1 << 12)
 def stored_nt(nt: str) -> str:
-    """The N-Triples text Oxigraph gives back for a term it stored: literals of the numeric,
-    boolean, date/time and duration types in their canonical lexical form, integers of any
-    integer type as xsd:integer (`"01"^^xsd:int` is `"1"^^xsd:integer`); other terms as given.
-    Terms written in a query (VALUES, a BIND constant) join the stream's terms in that form."""
+    """The N-Triples text Oxigraph gives back for a term it stored (see `_STORED`): what a
+    term written in a query (VALUES, a BIND constant) or computed by BIND must be to join
+    the stream's terms. A term Oxigraph gave back is its own stored form, so a BIND that
+    copies a term passes it through unchanged. IRIs and blank nodes are kept as given."""
     value = parse_term(nt)
-    if value.dt in INTEGER_TYPES:
-        number = parse_integer_lexical(value.lex)
-        return nt if number is None else Value(INTEGER, number, XSD_INTEGER).nt
-    if value.k in _STORED_KINDS:
-        return Value(value.k, value.v, value.dt).nt
-    return nt
+    k = value.k
+    if k in (IRI, BNODE):
+        return nt
+    if k in (STRING, LANG):  # "x"^^xsd:string is "x"; tags are lower case
+        return _format_nt(Value(k, value.v, value.dt, value.lang, value.lex))
+    entry = _STORED.get(value.dt)
+    if entry is not None:
+        datatype, canonical = entry
+        lex = canonical(value.lex)
+        if lex is not None:
+            return f'"{escape_string(lex)}"^^<{datatype}>'
+    return _format_nt(Value(OTHER, value.lex, value.dt, None, value.lex))

@@ -21,7 +21,7 @@ from typing import Protocol
 
 from rsep.plugin.events import XSD_DATETIME, Timestamp, timestamp_nt
 from rsep.plugin.nfa.runtime import Match
-from rsep.plugin.results import Projector
+from rsep.plugin.results import Projector, interval_start
 from rsep.plugin.terms import iri_nt, literal_nt
 
 RSEP = "https://w3id.org/rsep#"
@@ -54,6 +54,12 @@ class EventRef:
     name: str
     """The graph name as ingested (N-Triples text of an IRI or blank node)."""
     time: Timestamp
+    start: Timestamp | None = None
+    """The start of the interval the event spans (`GraphEvent.start`); None for an instant."""
+
+    @property
+    def begins(self) -> Timestamp:
+        return self.time if self.start is None else self.start
 
     @property
     def iri(self) -> str:
@@ -139,11 +145,13 @@ def match_graph(
     bindings: Mapping[str, str],
     detected: str,
 ) -> MatchGraph:
-    """The graph of one projected match; `events` in the match's order."""
+    """The graph of one projected match; `events` in the match's order. It starts when the match
+    does (`interval_start`: an EP-SPARQL match over interval events at the earliest start)."""
     iri = match_iri(query_id, match)
     derived = tuple(dict.fromkeys(e.iri for e in events))
     triples = None
     if projector.template is not None:
         triples = projector.construct(match, iri.rsplit(":", 1)[-1])
-    return MatchGraph(iri, query_iri, events[0].time, events[-1].time, detected, derived,
+    start = interval_start(match, events)
+    return MatchGraph(iri, query_iri, start, events[-1].time, detected, derived,
                       tuple(projector.names), dict(bindings), triples)  # fmt: skip

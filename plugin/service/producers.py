@@ -17,6 +17,10 @@ Producers run in dependency order (rsep.plugin.windows.chain): one reading anoth
 its events of the same close. A second producer of a stream and producers reading each other's
 streams in a cycle are refused at registration (`check`).
 
+A producer whose windows or evaluations raise stops producing (it is marked failed, with the
+error, in its registration) while the request and the other producers go on: a client's valid
+events are never refused for a producer's fault.
+
 A producer's progress is the log's own: after a record whose last event is at L (a client event:
 derived events always precede one), every close before L is evaluated and none from L on. So a
 producer is rebuilt on start by re-reading its items from the log, from the position its window
@@ -30,9 +34,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from itertools import groupby
+from typing import TypeVar
 
 from rsep.plugin.algebra.events import ConstructForm, RegistrationKind
 from rsep.plugin.compile.plan import QueryPlan
@@ -49,6 +54,8 @@ from rsep.plugin.windows.plan import WindowPlan
 from rsep.plugin.windows.runtime import WindowEvaluator
 
 logger = logging.getLogger("rsep.service")
+
+_T = TypeVar("_T")
 
 READ_BATCH = 10_000
 """Log records a rebuilding producer takes at a time (it forgets what no later window holds)."""
@@ -191,7 +198,7 @@ class Producers:
             stream = produced_stream(plan)
             assert stream is not None
             producer = Producer(query, plan, stream, self.evaluators(plan))
-            self._rebuild(producer)
+            self._attempt(producer, self._rebuild, producer)
             self._producers[query.id] = producer
             self._order = self._ordered(list(self._producers.values()))
 
@@ -239,8 +246,9 @@ class Producers:
                     producer.stale = True
                 raise
             for producer in active:
-                assert producer.runner is not None
-                producer.runner.state.position = producer.runner.state.read_to = positions.stop
+                if producer.error is None:
+                    assert producer.runner is not None
+                    producer.runner.state.position = producer.runner.state.read_to = positions.stop
             return _appended(positions, sequence)
 
     def _derive(
@@ -259,7 +267,7 @@ class Producers:
             clients = list(group)
             sequence.extend((event, False) for event in clients)
             last = clients[-1].time.seconds
-            _take(active, clients, head)
+            self._take(active, clients, head)
         return sequence
 
     def _closes_before(self, active: list[Producer], ticks: int, head: int) -> list[GraphEvent]:
@@ -267,23 +275,35 @@ class Producers:
         events of the producers before it first; merged by time (upstream first at one time)."""
         derived: list[tuple[int, int, GraphEvent]] = []
         for rank, producer in enumerate(active):
-            if producer.error is not None:
-                continue
-            _take([producer], [event for *_, event in sorted(derived, key=_time_rank)], head)
-            try:
-                made = producer.derive(ticks - 1)
-            except Exception as error:  # this producer stops; ingest and the others go on
-                self._fail(producer, error)
-                continue
-            derived.extend((to_ticks(event.time.seconds), rank, event) for event in made)
+            self._take([producer], [event for *_, event in sorted(derived, key=_time_rank)], head)
+            made = self._attempt(producer, producer.derive, ticks - 1) if producer.error is None else None
+            derived.extend((to_ticks(event.time.seconds), rank, event) for event in made or ())
         return [event for *_, event in sorted(derived, key=_time_rank)]
+
+    def _take(self, producers: Iterable[Producer], events: Sequence[GraphEvent], position: int) -> None:
+        """Read events into the windows of the producers still producing."""
+        if not events:
+            return
+        records = [LogRecord(position, event) for event in events]
+        for producer in producers:
+            if producer.error is None and producer.runner is not None:
+                self._attempt(producer, producer.runner.take, records)
+
+    def _attempt(self, producer: Producer, step: Callable[..., _T], *args: object) -> _T | None:
+        """One step of one producer; if it raises, the producer stops (marked failed) and the
+        request and the other producers go on: None then."""
+        try:
+            return step(*args)
+        except Exception as error:
+            self._fail(producer, error)
+            return None
 
     # ------------------------------------------------------------------ rebuilding from the log
 
     def _rebuild_stale(self) -> None:
         for producer in self._order:
             if producer.stale and producer.error is None:
-                self._rebuild(producer)
+                self._attempt(producer, self._rebuild, producer)
 
     def _rebuild(self, producer: Producer) -> None:
         """Re-read the producer's items from the log and take every close before the log's
@@ -330,15 +350,6 @@ class Producers:
         except CycleError:  # registrations refuse cycles; files edited by hand may not
             logger.error("producers read each other's streams in a cycle; none of them runs")
             return []
-
-
-def _take(producers: Iterable[Producer], events: Sequence[GraphEvent], position: int) -> None:
-    if not events:
-        return
-    records = [LogRecord(position, event) for event in events]
-    for producer in producers:
-        assert producer.runner is not None
-        producer.runner.take(records)
 
 
 def _catch_up(runner: WindowRunner, chunk: list[LogRecord], done: int | None) -> None:

@@ -168,7 +168,7 @@ class QueryRunner:
         matched = {event_id for gpm_rows in rows.values() for event_id, _ in gpm_rows}
         for n in fresh:
             if n.id in matched:
-                bare = GraphEvent(n.event.stream, n.event.name, n.event.time, "")
+                bare = GraphEvent(n.event.stream, n.event.name, n.event.time, "", n.event.start)
                 self.state.events[n.id] = NumberedEvent(n.id, n.rank, bare)
         return rows
 
@@ -264,7 +264,8 @@ def number_records(
 
 
 def _ref(numbered: NumberedEvent) -> EventRef:
-    return EventRef(numbered.id, numbered.event.name, numbered.event.time)
+    event = numbered.event
+    return EventRef(numbered.id, event.name, event.time, event.start)
 
 
 def _scratch_copy(state: NfaState) -> NfaState:

@@ -104,7 +104,7 @@ class WindowRunner:
     ) -> None:
         self.query = query
         self.plan = plan
-        self.replay = WindowReplay(plan, evaluator)
+        self.replay = WindowReplay(plan, evaluator, query.id)  # blank nodes named after the query
         self.state = state if state is not None else WindowState(query.start, query.start)
         self.clock = clock or (lambda: Timestamp.now().lexical)
         self._streams = {iri: _Stream() for iri in plan.streams}
@@ -195,7 +195,7 @@ class WindowRunner:
             state.first = ticks
         for line in event.ntriples.splitlines():
             if line.strip():
-                stream.items.append(StreamItem(ticks, event.time, line, record.position))
+                stream.items.append(StreamItem(ticks, event.time, line, record.position, event.start))
                 stream.times.append(ticks)
                 fresh.setdefault(event.stream, []).append(ticks)
         if self.plan.report is ReportPolicy.WINDOW_CLOSE:

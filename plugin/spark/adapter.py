@@ -47,8 +47,9 @@ from rsep.plugin.nfa import snapshot
 from rsep.plugin.nfa.automaton import Automaton
 from rsep.plugin.nfa.runtime import Group, Match, NfaState, Runtime
 
-GPM_COLUMNS = ("key", "rank", "time", "event", "gpm", "mapping")
-"""A GPM solution: partition key (JSON), event rank, time and id, GPM index, mapping."""
+GPM_COLUMNS = ("key", "rank", "time", "event", "gpm", "mapping", "start")
+"""A GPM solution: partition key (JSON), event rank, time and id, GPM index, mapping, and the
+event's interval start (NaN, null to Spark, for an instantaneous event)."""
 
 MATCH_COLUMNS = ("events", "start_time", "end_time", "start_rank", "end_rank", "mapping")
 """A complete match, as `Match` holds it."""
@@ -95,7 +96,8 @@ class KeyStep:
 def groups_of(rows: pd.DataFrame) -> list[Group]:
     """GPM rows -> one `Group` per rank, in rank order. Rows within a group are
     ordered by GPM and event id, so the result does not depend on how Spark
-    happened to shuffle them."""
+    happened to shuffle them. Interval events' starts go to `Group.starts`, as
+    `rsep.plugin.replay.groups_by_key` puts them."""
     ordered = rows.sort_values(["rank", "gpm", "event"], kind="stable")
     groups: list[Group] = []
     current: dict[int, list[tuple[int, Mapping[str, str]]]] = {}
@@ -111,7 +113,21 @@ def groups_of(rows: pd.DataFrame) -> list[Group]:
             current = {}
             groups.append(Group(rank, time, current))
         current.setdefault(gpm, []).append((event, _as_dict(mapping)))
+    _add_starts(groups, ordered)
     return groups
+
+
+def _add_starts(groups: Sequence[Group], rows: pd.DataFrame) -> None:
+    """`Group.starts` from the rows whose event spans an interval (none: no work per row)."""
+    spans = rows["start"].notna()
+    if not spans.any():
+        return
+    starts: dict[int, dict[int, float]] = {}
+    columns = (rows.loc[spans, name].tolist() for name in ("rank", "event", "start"))
+    for rank, event, start in zip(*columns, strict=True):
+        starts.setdefault(rank, {})[event] = start
+    for group in groups:
+        group.starts = starts.get(group.rank, group.starts)
 
 
 def match_frame(matches: Sequence[Match]) -> pd.DataFrame:
@@ -129,7 +145,7 @@ def match_frame(matches: Sequence[Match]) -> pd.DataFrame:
 
 
 _DTYPES = {"key": object, "rank": "int64", "time": "float64", "event": "int64", "gpm": "int32"}
-_DTYPES |= {"events": object, "start_time": "float64", "end_time": "float64"}
+_DTYPES |= {"start": "float64", "events": object, "start_time": "float64", "end_time": "float64"}
 _DTYPES |= {"start_rank": "int64", "end_rank": "int64", "mapping": object}
 
 

@@ -65,7 +65,8 @@ EVENT = 1
 """Source row kinds: one header per partition (first), then its events."""
 
 SOURCE_COLUMNS = ("kind", "id", "rank", "time", "stream", "name", "lexical", "numeric", "ntriples",
-                  "closed", "count", "prev_closed", "prev_clock", "kb", "kb_data")  # fmt: skip
+                  "start", "start_lexical", "closed", "count", "prev_closed", "prev_clock", "kb",
+                  "kb_data")  # fmt: skip
 """A source row. Header: `id` = the batch's end position, `rank` = the last
 rank, `time` = clock (the newest time among the batch's records, all
 streams), `closed` (ranks up to it are complete), `count` (streamset events
@@ -73,7 +74,8 @@ up to the end), `prev_closed`/`prev_clock` (the previous batch's closed rank
 and clock; -1 and 0 before the first), `kb` (background snapshot id, "" for
 none) and `kb_data` (its pickle when the executors cannot take it from the
 broadcast). Event: `id` = log position, `rank`, `time`, `stream`, `name`,
-`lexical`/`numeric` (the timestamp as written) and `ntriples`."""
+`lexical`/`numeric` (the timestamp as written), `ntriples`, and `start`/`start_lexical` (the
+start of the interval the event spans, as written; null for an instantaneous event)."""
 
 SOURCE_SCHEMA = StructType(
     [
@@ -86,6 +88,8 @@ SOURCE_SCHEMA = StructType(
         StructField("lexical", StringType()),
         StructField("numeric", BooleanType()),
         StructField("ntriples", StringType()),
+        StructField("start", DoubleType()),
+        StructField("start_lexical", StringType()),
         StructField("closed", LongType()),
         StructField("count", LongType()),
         StructField("prev_closed", LongType()),
@@ -99,7 +103,8 @@ SOURCE_SCHEMA = StructType(
 _ARROW_SCHEMA = pa.schema(
     [("kind", pa.int32()), ("id", pa.int64()), ("rank", pa.int64()), ("time", pa.float64()),
      ("stream", pa.string()), ("name", pa.string()), ("lexical", pa.string()), ("numeric", pa.bool_()),
-     ("ntriples", pa.string()), ("closed", pa.int64()), ("count", pa.int64()),
+     ("ntriples", pa.string()), ("start", pa.float64()), ("start_lexical", pa.string()),
+     ("closed", pa.int64()), ("count", pa.int64()),
      ("prev_closed", pa.int64()), ("prev_clock", pa.float64()), ("kb", pa.string()),
      ("kb_data", pa.binary())]
 )  # fmt: skip
@@ -329,8 +334,8 @@ class EventLogReader(DataSourceStreamReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, LogPartition)
         end, rank, clock, closed, count, prev_closed, prev_clock, snapshot, data = partition.header
-        rows = [(HEADER, end, rank, clock, "", "", "", False, "", closed, count, prev_closed, prev_clock,
-                 snapshot, data)]  # fmt: skip
+        rows = [(HEADER, end, rank, clock, "", "", "", False, "", None, None, closed, count, prev_closed,
+                 prev_clock, snapshot, data)]  # fmt: skip
         rows.extend(
             (EVENT, *event, closed, count, prev_closed, prev_clock, "", None) for event in partition.events
         )
@@ -347,9 +352,9 @@ class EventLogReader(DataSourceStreamReader):
 
 
 def _event_row(numbered: NumberedEvent) -> tuple[Any, ...]:
-    event = numbered.event
+    event, start = numbered.event, numbered.event.start
     return (numbered.id, numbered.rank, event.time.seconds, event.stream, event.name, event.time.lexical,
-            event.time.numeric, event.ntriples)  # fmt: skip
+            event.time.numeric, event.ntriples, start and start.seconds, start and start.lexical)  # fmt: skip
 
 
 def _time(text: str) -> float | None:

@@ -28,9 +28,11 @@ EVENT_SCHEMA = StructType(
         StructField("time", DoubleType(), nullable=False),
         StructField("stream", StringType(), nullable=False),
         StructField("ntriples", StringType(), nullable=False),
+        StructField("start", DoubleType(), nullable=True),
     ]
 )
-"""A numbered event: id (arrival order), dense rank, time, stream IRI, triples."""
+"""A numbered event: id (arrival order), dense rank, time, stream IRI, triples, and the start
+of the interval it spans (null for an instantaneous event)."""
 
 GPM_ROW_SCHEMA = StructType(
     [
@@ -40,9 +42,11 @@ GPM_ROW_SCHEMA = StructType(
         StructField("event", LongType(), nullable=False),
         StructField("gpm", IntegerType(), nullable=False),
         StructField("mapping", _MAPPING, nullable=False),
+        StructField("start", DoubleType(), nullable=True),
     ]
 )
-"""A GPM solution, keyed by the JSON list of its partition-key values."""
+"""A GPM solution, keyed by the JSON list of its partition-key values, with its event's
+interval start (null for an instantaneous event)."""
 
 MATCH_SCHEMA = StructType(
     [

@@ -82,6 +82,7 @@ class SparkReplay:
                 "time": [n.event.time.seconds for n in events],
                 "stream": [n.event.stream for n in events],
                 "ntriples": [n.event.ntriples for n in events],
+                "start": pd.Series([_start(n.event) for n in events], dtype="float64"),
             },
             columns=EVENT_SCHEMA.fieldNames(),
         )
@@ -118,6 +119,7 @@ class GpmStage:
         ids = frame["id"].tolist()
         ranks = dict(zip(ids, frame["rank"].tolist(), strict=True))
         times = dict(zip(ids, frame["time"].tolist(), strict=True))
+        starts = dict(zip(ids, frame["start"].tolist(), strict=True))
         batch = [
             (event_id, _event(stream, time, ntriples))
             for event_id, stream, time, ntriples in zip(
@@ -133,6 +135,7 @@ class GpmStage:
                 out["event"].append(event_id)
                 out["gpm"].append(gpm)
                 out["mapping"].append(mapping)
+                out["start"].append(starts[event_id])
         return typed_frame(out)
 
 
@@ -144,6 +147,11 @@ def _per_key(step: KeyStep) -> Callable[[pd.DataFrame], pd.DataFrame]:
         return step.matches_frame(rows)
 
     return matches
+
+
+def _start(event: GraphEvent) -> float | None:
+    """The start of the interval an event spans (None: an instantaneous event, null to Spark)."""
+    return None if event.start is None else event.start.seconds
 
 
 def _event(stream: str, seconds: float, ntriples: str) -> GraphEvent:

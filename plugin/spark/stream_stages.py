@@ -67,15 +67,17 @@ warnings.filterwarnings("ignore", "The behavior of DataFrame concatenation with 
 CLOCK_KEY = ""
 """The grouping key of clock rows: not a JSON list, so no partition key equals it."""
 
-ROW_COLUMNS = ("key", "rank", "time", "event", "gpm", "mapping", "name", "lexical", "numeric",
-               "closed", "clock", "end", "count", "prev_closed", "prev_clock")  # fmt: skip
-"""A GPM row (`gpm` >= 0) or a clock row (`key` = CLOCK_KEY, `gpm` = -1,
-`time` = clock), with the batch's facts on every row."""
+ROW_COLUMNS = ("key", "rank", "time", "event", "gpm", "mapping", "name", "lexical", "numeric", "start",
+               "start_lexical", "closed", "clock", "end", "count", "prev_closed", "prev_clock")  # fmt: skip
+"""A GPM row (`gpm` >= 0; `start`/`start_lexical` its event's interval start, NaN/None for an
+instantaneous event) or a clock row (`key` = CLOCK_KEY, `gpm` = -1, `time` = clock), with the
+batch's facts on every row."""
 
 OUT_COLUMNS = ("batch", "events", "start_time", "end_time", "start_rank", "end_rank", "mapping", "refs",
                "end", "count")  # fmt: skip
 """A match (`batch` false; `refs` the JSON list of its events' [position,
-name, seconds, lexical, numeric]) or the batch row (`batch` true, `end` and
+name, seconds, lexical, numeric], followed by the interval start's seconds and
+lexical form for an event that spans one) or the batch row (`batch` true, `end` and
 `count` of the batch)."""
 
 # ---------------------------------------------------------------- event time
@@ -218,7 +220,7 @@ class StreamGpmStage:
     def rows(self, evaluator: GpmEvaluator, facts: BatchFacts, frame: pd.DataFrame) -> pd.DataFrame:
         """GPM rows of a slice of event rows."""
         ids = frame["id"].tolist()
-        per_event = ("rank", "time", "name", "lexical", "numeric")
+        per_event = ("rank", "time", "name", "lexical", "numeric", "start", "start_lexical")
         info = dict(zip(ids, zip(*(frame[c].tolist() for c in per_event), strict=True), strict=True))
         batch = [
             (event_id, GraphEvent(stream, "", Timestamp(time, repr(time), True), ntriples))
@@ -231,7 +233,7 @@ class StreamGpmStage:
             for event_id, mapping in found:
                 values = (json.dumps([mapping[v] for v in self.key]), *info[event_id][:2], event_id, gpm,
                           mapping, *info[event_id][2:])  # fmt: skip
-                for column, value in zip(ROW_COLUMNS[:9], values, strict=True):
+                for column, value in zip(ROW_COLUMNS[:11], values, strict=True):
                     out[column].append(value)
         size = len(out["key"])
         out.update(closed=[facts.closed] * size, clock=[facts.clock] * size, end=[facts.end] * size,
@@ -246,7 +248,8 @@ def clock_frame(facts: BatchFacts) -> pd.DataFrame:
     too) and its end position and count to the driver."""
     return typed(
         {"key": [CLOCK_KEY], "rank": [facts.closed], "time": [facts.clock], "event": [facts.end], "gpm": [-1],
-         "mapping": [{}], "name": [""], "lexical": [""], "numeric": [False], "closed": [facts.closed],
+         "mapping": [{}], "name": [""], "lexical": [""], "numeric": [False], "start": [math.nan],
+         "start_lexical": [None], "closed": [facts.closed],
          "clock": [facts.clock], "end": [facts.end], "count": [facts.count],
          "prev_closed": [facts.prev_closed], "prev_clock": [facts.prev_clock]},
         ROW_COLUMNS,
@@ -334,12 +337,15 @@ class KeyedNfa:
         clock = float(frame["clock"].max())
         matches = self._catch_up(state, int(frame["prev_closed"].max()), float(frame["prev_clock"].max()))
         rows: list[tuple[int, int, dict[str, str]]] = []
-        columns = ("rank", "time", "event", "gpm", "mapping", "name", "lexical", "numeric")
-        for rank, time, event, gpm, mapping, name, lexical, numeric in zip(
+        columns = ("rank", "time", "event", "gpm", "mapping", "name", "lexical", "numeric", "start",
+                   "start_lexical")  # fmt: skip
+        for rank, time, event, gpm, mapping, name, lexical, numeric, start, start_lexical in zip(
             *(frame[c].tolist() for c in columns), strict=True
         ):
             if event not in state.events:
-                bare = GraphEvent("", str(name), Timestamp(float(time), str(lexical), bool(numeric)), "")
+                at = Timestamp(float(time), str(lexical), bool(numeric))
+                begins = None if math.isnan(start) else Timestamp(start, str(start_lexical), at.numeric)
+                bare = GraphEvent("", str(name), at, "", begins)
                 state.events[event] = NumberedEvent(int(event), int(rank), bare)
             rows.append((int(gpm), int(event), dict(mapping)))
         for gpm, gpm_rows in state.pending.items():
@@ -480,7 +486,8 @@ def prune(state: RunnerState) -> None:
 
 _DTYPES: dict[str, Any] = {
     "key": object, "rank": "int64", "time": "float64", "event": "int64", "gpm": "int32", "mapping": object,
-    "name": object, "lexical": object, "numeric": "bool", "closed": "int64", "clock": "float64",
+    "name": object, "lexical": object, "numeric": "bool", "start": "float64", "start_lexical": object,
+    "closed": "int64", "clock": "float64",
     "end": "int64", "count": "int64", "prev_closed": "int64", "prev_clock": "float64", "batch": "bool",
     "events": object, "start_time": "float64", "end_time": "float64", "start_rank": "int64",
     "end_rank": "int64", "refs": object,
@@ -495,11 +502,8 @@ def typed(columns: Mapping[str, Sequence[object]], names: Sequence[str]) -> pd.D
 
 def match_frame(matches: Sequence[Match], events: Mapping[int, NumberedEvent]) -> pd.DataFrame:
     """Match rows, each with what its graph says about its events."""
-    refs = []
-    for match in matches:
-        found = [events[i] for i in match.events]
-        refs.append(json.dumps([[n.id, n.event.name, n.event.time.seconds, n.event.time.lexical,
-                                 n.event.time.numeric] for n in found], ensure_ascii=False))  # fmt: skip
+    refs = [json.dumps([_ref(events[i].id, events[i].event) for i in m.events], ensure_ascii=False)
+            for m in matches]  # fmt: skip
     size = len(matches)
     return typed(
         {"batch": [False] * size, "events": [list(m.events) for m in matches],
@@ -509,6 +513,14 @@ def match_frame(matches: Sequence[Match], events: Mapping[int, NumberedEvent]) -
          "count": [0] * size},
         OUT_COLUMNS,
     )  # fmt: skip
+
+
+def _ref(position: int, event: GraphEvent) -> list[object]:
+    """[position, name, seconds, lexical, numeric] of a match's event, and its interval start's
+    seconds and lexical form when it spans one (`streaming._outputs` reads them back)."""
+    time, start = event.time, event.start
+    ref: list[object] = [position, event.name, time.seconds, time.lexical, time.numeric]
+    return ref if start is None else [*ref, start.seconds, start.lexical]
 
 
 def batch_frame(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:

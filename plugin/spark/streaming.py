@@ -115,6 +115,8 @@ ROW_SCHEMA = StructType(
         StructField("name", StringType(), nullable=False),
         StructField("lexical", StringType(), nullable=False),
         StructField("numeric", BooleanType(), nullable=False),
+        StructField("start", DoubleType(), nullable=True),
+        StructField("start_lexical", StringType(), nullable=True),
         StructField("closed", LongType(), nullable=False),
         StructField("clock", DoubleType(), nullable=False),
         StructField("end", LongType(), nullable=False),
@@ -664,11 +666,19 @@ def _outputs(rows: list[dict[str, Any]]) -> tuple[list[tuple[Match, list[EventRe
             continue
         match = Match(tuple(row["events"]), row["start_time"], row["end_time"], row["start_rank"],
                       row["end_rank"], dict(row["mapping"]))  # fmt: skip
-        refs = [EventRef(int(p), name, Timestamp(float(s), lexical, bool(numeric)))
-                for p, name, s, lexical, numeric in json.loads(row["refs"])]  # fmt: skip
+        refs = [_event_ref(*ref) for ref in json.loads(row["refs"])]
         found.append((match, refs))
     found.sort(key=lambda item: item[0].key())
     return found, end, count
+
+
+def _event_ref(
+    position: int, name: str, seconds: float, lexical: str, numeric: bool, *start: Any
+) -> EventRef:
+    """An event of a match row's `refs` (`stream_stages._ref`), where its interval start follows
+    when it spans one."""
+    begins = Timestamp(float(start[0]), str(start[1]), bool(numeric)) if start else None
+    return EventRef(int(position), name, Timestamp(float(seconds), lexical, bool(numeric)), begins)
 
 
 def _driver_payload(slot: _Slot, batch_id: int) -> bytes:

@@ -2,7 +2,8 @@
 
 Event files are TriG or N-Quads: each named graph is one event, and its
 timestamp is the triple `<graph> prov:generatedAtTime T` in the default graph
-(T an xsd:dateTime or a number). Blank nodes are scoped to the document they
+(T an xsd:dateTime or a number); `<graph> prov:startedAtTime S` beside it, S of
+T's kind and S <= T, makes the event span the interval [S, T]. Blank nodes are scoped to the document they
 come from: they are renamed with a per-document prefix so that two files (or
 two HTTP requests) never share one by accident.
 """
@@ -17,9 +18,10 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from rsep.plugin.events import PROV_GENERATED_AT, GraphEvent, Timestamp, TimestampError
+from rsep.plugin.events import PROV_GENERATED_AT, PROV_STARTED_AT, GraphEvent, Timestamp, TimestampError
 
 _GENERATED_AT = ox.NamedNode(PROV_GENERATED_AT)
+_STARTED_AT = ox.NamedNode(PROV_STARTED_AT)
 EVENT_FORMATS = {".trig": ox.RdfFormat.TRIG, ".nq": ox.RdfFormat.N_QUADS, ".nquads": ox.RdfFormat.N_QUADS}
 KB_FORMATS = {
     **EVENT_FORMATS,
@@ -86,17 +88,47 @@ def parse_events(
     is rejected whole. Events without a timestamp get `default_time` when
     given (HTTP ingest stamps arrival time), and are an error otherwise."""
     quads = _parse(data, fmt, source, base_iri)
-    drafts, stamps = _split(quads, source, data, scope)
+    drafts, stamps, starts = _split(quads, source, data, scope)
+    if starts.times:
+        _check_intervals(starts, stamps, source, data)
     events = []
     for key, draft in drafts.items():
         time = stamps.pop(key, None) or default_time
         if time is None:
             raise _located(source, data, draft.name, f"event graph {draft.name} has no prov:generatedAtTime")
-        events.append(GraphEvent(stream, key, time, "".join(draft.lines)))
+        events.append(GraphEvent(stream, key, time, "".join(draft.lines), starts.times.get(key)))
     for key, time in stamps.items():  # a timestamp for a graph without triples: an empty event
-        events.append(GraphEvent(stream, key, time, ""))
-    events.sort(key=lambda e: e.time.seconds)
+        events.append(GraphEvent(stream, key, time, "", starts.times.get(key)))
+    events.sort(key=lambda e: e.time.seconds)  # by the end T, the detection time, also for intervals
     return events
+
+
+@dataclass(slots=True)
+class _Starts:
+    """The events' interval starts (`prov:startedAtTime`) by event key, and each key's graph
+    term as the payload writes it (blank nodes are renamed), to locate errors."""
+
+    times: dict[str, Timestamp]
+    written: dict[str, object]
+
+
+def _check_intervals(starts: _Starts, stamps: dict[str, Timestamp], source: str, data: bytes) -> None:
+    """Each `prov:startedAtTime S` needs its event's generatedAtTime T, of the same kind, with
+    S <= T (an HTTP arrival time does not stand in for T: it could precede S)."""
+    for key, start in starts.times.items():
+        end = stamps.get(key)
+        if end is None:
+            message = f"event graph {key} has a prov:startedAtTime but no prov:generatedAtTime"
+        elif end.numeric != start.numeric:
+            message = (
+                f"the interval of {key} starts at {start.lexical}, {start.kind}, but ends at "
+                f"{end.lexical}, {end.kind}: both ends must be of one kind"
+            )
+        elif start.seconds > end.seconds:
+            message = f"the interval of {key} starts at {start.lexical}, after its end {end.lexical}"
+        else:
+            continue
+        raise _located_stamp(source, data, starts.written[key], message, _STARTED_AT_WRITTEN)
 
 
 def _parse(data: bytes, fmt: ox.RdfFormat, source: str, base_iri: str | None) -> list[ox.Quad]:
@@ -109,14 +141,20 @@ def _parse(data: bytes, fmt: ox.RdfFormat, source: str, base_iri: str | None) ->
 
 def _split(
     quads: Iterable[ox.Quad], source: str, data: bytes, scope: str
-) -> tuple[dict[str, _Draft], dict[str, Timestamp]]:
+) -> tuple[dict[str, _Draft], dict[str, Timestamp], _Starts]:
+    """The events' texts, their timestamps (generatedAtTime) and interval starts (startedAtTime)."""
     renamer = _BlankNodeScope(scope)
     drafts: dict[object, _Draft] = {}  # by graph term as parsed: hashing a term is cheaper than printing it
     stamps: dict[str, Timestamp] = {}
+    starts = _Starts({}, {})
     for quad in quads:
         graph = quad.graph_name
         if isinstance(graph, ox.DefaultGraph):
-            _read_timestamp(quad, renamer, stamps, source, data)
+            if quad.predicate == _STARTED_AT:
+                starts.written[str(renamer.term(quad.subject))] = quad.subject
+                _read_timestamp(quad, renamer, starts.times, source, data)
+            else:
+                _read_timestamp(quad, renamer, stamps, source, data)
             continue
         draft = drafts.get(graph)
         if draft is None:
@@ -125,33 +163,38 @@ def _split(
             _ntriples_line(renamer.term(quad.subject), quad.predicate, renamer.term(quad.object))
         )
     # Renaming is one-to-one, so grouping by the parsed name groups by the renamed one.
-    return {str(draft.name): draft for draft in drafts.values()}, stamps
+    return {str(draft.name): draft for draft in drafts.values()}, stamps, starts
 
 
 def _read_timestamp(
     quad: ox.Quad, renamer: _BlankNodeScope, stamps: dict[str, Timestamp], source: str, data: bytes
 ) -> None:
+    """One timestamp triple of the default graph into `stamps` (generatedAtTime's or, for a
+    prov:startedAtTime triple, the interval starts')."""
     subject = renamer.term(quad.subject)
-    if quad.predicate != _GENERATED_AT:
+    if quad.predicate != _GENERATED_AT and quad.predicate != _STARTED_AT:
         raise _located(
             source,
             data,
             subject,
-            f"the default graph may only hold prov:generatedAtTime triples, found {quad.predicate} "
-            f"on {quad.subject}",
+            "the default graph may only hold prov:generatedAtTime and prov:startedAtTime triples, "
+            f"found {quad.predicate} on {quad.subject}",
         )
+    started = quad.predicate == _STARTED_AT
+    written = _STARTED_AT_WRITTEN if started else _GENERATED_AT_WRITTEN
+    what = "interval start" if started else "timestamp"
     value = quad.object
     key = str(subject)
     if not isinstance(value, ox.Literal):
         raise _located_stamp(
-            source, data, quad.subject, f"the timestamp of {key} must be a literal, not {value}"
+            source, data, quad.subject, f"the {what} of {key} must be a literal, not {value}", written
         )
     try:
         stamp = Timestamp.from_literal(value.value, value.datatype.value)
     except TimestampError as error:
-        raise _located_stamp(source, data, quad.subject, f"bad timestamp for {key}: {error}") from None
+        raise _located_stamp(source, data, quad.subject, f"bad {what} for {key}: {error}", written) from None
     if key in stamps and stamps[key] != stamp:
-        raise _located(source, data, quad.subject, f"event graph {key} has two timestamps")
+        raise _located(source, data, quad.subject, f"event graph {key} has two {what}s")
     stamps[key] = stamp
 
 
@@ -211,7 +254,14 @@ def _syntax_message(error: SyntaxError) -> str:
     return re.sub(r"^Parser error at line \d+ between columns \d+ and \d+: ", "", text)
 
 
-_GENERATED_AT_WRITTEN = rf"(?:<{re.escape(PROV_GENERATED_AT)}>|(?:[A-Za-z][\w.-]*)?:generatedAtTime(?![\w-]))"
+def _written(iri: str) -> str:
+    """A regular expression for how a prov: predicate may be written: in full or prefixed."""
+    local = iri.rsplit("#", 1)[1]
+    return rf"(?:<{re.escape(iri)}>|(?:[A-Za-z][\w.-]*)?:{local}(?![\w-]))"
+
+
+_GENERATED_AT_WRITTEN = _written(PROV_GENERATED_AT)
+_STARTED_AT_WRITTEN = _written(PROV_STARTED_AT)
 
 
 def _located(source: str, data: bytes, term: object, message: str) -> DataError:
@@ -219,11 +269,14 @@ def _located(source: str, data: bytes, term: object, message: str) -> DataError:
     return _located_at(source, data, _term_pattern(term), message)
 
 
-def _located_stamp(source: str, data: bytes, graph: object, message: str) -> DataError:
-    """An error positioned at the triple `graph prov:generatedAtTime T` (where it starts), or at
-    the graph's first mention when that triple is not written in a way found here."""
+def _located_stamp(
+    source: str, data: bytes, graph: object, message: str, predicate: str = _GENERATED_AT_WRITTEN
+) -> DataError:
+    """An error positioned at the triple `graph prov:generatedAtTime T` (or the `predicate` given,
+    where it starts), or at the graph's first mention when that triple is not written in a way
+    found here."""
     pattern = _term_pattern(graph)
-    found = _located_at(source, data, rf"{pattern}\s+{_GENERATED_AT_WRITTEN}", message)
+    found = _located_at(source, data, rf"{pattern}\s+{predicate}", message)
     return found if found.line is not None else _located_at(source, data, pattern, message)
 
 

@@ -41,7 +41,7 @@ from rsep.plugin.store.entailed import EntailedGraph, SchemaClosure, static_enta
 from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase, solutions
 from rsep.plugin.store.nested import ScratchGraphs
 from rsep.plugin.store.rdfio import read_event_file
-from rsep.plugin.windows.cep import SKOLEM, ClauseRunner, Solution, clause_answer, read_row, window_events
+from rsep.plugin.windows.cep import ClauseRunner, Solution, clause_answer, read_row, window_events
 from rsep.plugin.windows.output import WindowRun, output_variables
 from rsep.plugin.windows.plan import (
     MERGED_GRAPH,
@@ -150,18 +150,23 @@ class OxigraphWindows:
         return self.kb.lookup_version
 
     def evaluate(self, contents: Sequence[Sequence[StreamItem]]) -> Answer:
+        return self.evaluate_within(contents, ())
+
+    def evaluate_within(
+        self, contents: Sequence[Sequence[StreamItem]], bounds: Sequence[tuple[int | None, int]]
+    ) -> Answer:
+        """The answer over `contents`; CQELS-CEP's event clauses read the events' intervals
+        clipped to the windows' `bounds` (rsep.plugin.windows.runtime.clip_bounds)."""
         if self.kb.lookup_version != self.version:
             self._build()
         self._previous, self._triples = self._triples, {}
         found: set[Solution] = set()
         if self.runners:  # CQELS-CEP: the windows are the event clauses' input, not graphs
-            found = clause_answer(self.runners, window_events([w.name for w in self.plan.windows], contents))
+            events = window_events([w.name for w in self.plan.windows], contents, bounds)
+            found = clause_answer(self.runners, events)
         else:
             self._load(contents)
         results = self.results(contents, found)
-        if self.plan.form is Form.CONSTRUCT:
-            assert isinstance(results, ox.QueryTriples)
-            return Answer(triples=tuple(sorted({f"{_unskolem(triple)} ." for triple in results})))
         if self.plan.form is Form.ASK:
             return Answer(rows=({},) if bool(results) else ())
         assert isinstance(results, ox.QuerySolutions)
@@ -257,17 +262,6 @@ def _is_result(graph: object) -> bool:
     return isinstance(graph, ox.NamedNode) and graph.value.startswith(RESULT_GRAPHS)
 
 
-def _unskolem(triple: ox.Triple) -> ox.Triple:
-    """An event's blank node crossed the query as a skolem IRI (rsep.plugin.windows.cep.SKOLEM)."""
-    subject, obj = (
-        ox.BlankNode(t.value[len(SKOLEM) :])
-        if isinstance(t, ox.NamedNode) and t.value.startswith(SKOLEM)
-        else t
-        for t in (triple.subject, triple.object)
-    )
-    return ox.Triple(subject, triple.predicate, obj)  # type: ignore[arg-type]
-
-
 def _latest(table: Mapping[Key, StreamItem], terms: Sequence[object]) -> ox.Literal | None:
     keys = ((str(terms[i]), str(terms[i + 1]), str(terms[i + 2])) for i in range(0, len(terms) - 2, 3))
     found = [table[key] for key in keys if key in table]
@@ -317,11 +311,16 @@ def replay_windows(plan: WindowPlan, kb: KnowledgeBase, files: Sequence[tuple[st
 
 
 def replay_window_events(
-    plan: WindowPlan, kb: KnowledgeBase, streams: Mapping[str, Sequence[GraphEvent]], until: int | None = None
+    plan: WindowPlan,
+    kb: KnowledgeBase,
+    streams: Mapping[str, Sequence[GraphEvent]],
+    until: int | None = None,
+    scope: str = "",
 ) -> WindowRun:
     """The replay over events already read, per stream IRI (event files, and the graph events of
-    C-SPARQL `REGISTER STREAM` rules); `until` as for `WindowReplay.run`."""
+    C-SPARQL `REGISTER STREAM` rules); `until` as for `WindowReplay.run`, `scope` names the query
+    in its CONSTRUCT results' blank nodes (rsep.plugin.windows.construct)."""
     evaluator = OxigraphWindows(plan, kb)
-    evaluations = WindowReplay(plan, evaluator).run(streams, until)
+    evaluations = WindowReplay(plan, evaluator, scope).run(streams, until)
     numeric = all(event.time.numeric for iri in plan.streams for event in streams.get(iri, ()))
     return WindowRun(plan, tuple(evaluations), output_variables(plan, evaluator.variables), numeric)

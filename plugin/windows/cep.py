@@ -24,9 +24,11 @@ evaluated at every one of its N events costs O(N · n · r): fine for CQELS's sm
 to thousands of events), quadratic in the window length for large ones, where an incremental
 runtime (runs expiring with the window, NO_TAIL re-settled at each t) would be the next step.
 
-Windows hold whole events with their intervals (§4.1, w_RANGE keeps the events' timestamps and
-clips the end to t'2 = min(t2, t)); the events rsep reads from files are instantaneous, [t, t]
-with t ≤ the evaluation time, so the clipping leaves them unchanged.
+Windows hold whole events with their intervals (§4.1): an event [S, T] (`prov:startedAtTime` S,
+instantaneous [T, T] without one) is in a window when T is (RSEP-QL Def. 3's membership), and
+w_RANGE clips it to [max(S, t − α), min(T, t)] (`window_events`, bounds from
+rsep.plugin.windows.runtime.clip_bounds). The automaton then reads S as the event's start, as
+EP-SPARQL's interval automaton reads a derived event's.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from rsep.plugin.events import GraphEvent, Timestamp
 from rsep.plugin.nfa.runtime import Match, Runtime
 from rsep.plugin.replay import GpmEvaluatorLike, NumberedEvent, groups_by_key
 from rsep.plugin.terms import nt_to_term
-from rsep.plugin.windows.functions import to_ticks
+from rsep.plugin.windows.functions import TICKS_PER_SECOND, to_ticks
 
 INTERVAL_START = "__rsep_start"
 INTERVAL_END = "__rsep_end"
@@ -159,6 +161,8 @@ class Item(Protocol):
     def triple(self) -> str: ...
     @property
     def event(self) -> int: ...
+    @property
+    def start(self) -> Timestamp | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,18 +175,33 @@ class WindowEvent:
     event: GraphEvent
 
 
-def window_events(names: Sequence[str], contents: Sequence[Sequence[Item]]) -> list[WindowEvent]:
-    """The events in each window (named as the clauses' GPMs name it), in time order."""
+def window_events(
+    names: Sequence[str], contents: Sequence[Sequence[Item]], bounds: Sequence[tuple[int | None, int]] = ()
+) -> list[WindowEvent]:
+    """The events in each window (named as the clauses' GPMs name it), in time order, each with
+    its interval clipped to the window's `bounds` (per window: clip start or None, end)."""
     out: list[WindowEvent] = []
     for window, (name, items) in enumerate(zip(names, contents, strict=True)):
+        low, high = bounds[window] if bounds else (None, None)
         for index, group in groupby(items, key=lambda item: item.event):
             lines = list(group)
             first = lines[0]
             text = "".join(item.triple + "\n" for item in lines)
-            graph = GraphEvent(name, f"_:w{window}e{index}", first.time, text)
-            out.append(WindowEvent((window, index, len(lines)), first.ticks, graph))
+            ticks, end, start = first.ticks, first.time, first.start
+            if high is not None and ticks > high:  # t'2 = min(t2, t)
+                ticks, end = high, _at(high, end.numeric)
+            if start is not None and low is not None and to_ticks(start.seconds) < low:
+                start = _at(low, start.numeric)  # t'1 = max(t1, t − α)
+            graph = GraphEvent(name, f"_:w{window}e{index}", end, text, start)
+            out.append(WindowEvent((window, index, len(lines)), ticks, graph))
     out.sort(key=lambda e: (e.ticks, e.key))
     return out
+
+
+def _at(ticks: int, numeric: bool) -> Timestamp:
+    """A window bound as an interval end: the automaton reads its seconds only."""
+    seconds = ticks / TICKS_PER_SECOND
+    return Timestamp(seconds, repr(seconds), numeric)
 
 
 class ClauseRunner:

@@ -21,6 +21,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rsep.plugin.algebra.events import TICKS_PER_SECOND as TICKS_PER_SECOND  # re-exported
 from rsep.plugin.algebra.events import (
     CountWindow,
     Duration,
@@ -30,8 +31,6 @@ from rsep.plugin.algebra.events import (
     Window,
 )
 
-TICKS_PER_SECOND = 1_000_000
-
 
 def to_ticks(seconds: float) -> int:
     """Seconds (a Timestamp's or a Duration's) as integer microseconds."""
@@ -39,7 +38,7 @@ def to_ticks(seconds: float) -> int:
 
 
 def duration_ticks(duration: Duration) -> int:
-    return to_ticks(duration.seconds)
+    return duration.ticks
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,9 @@ The query is generated from the syntax tree (never by string surgery):
   triple pattern also reads the window's hidden graph of entailed triples
   (`entailed_graph`, filled by rsep.plugin.store.entailed);
 - an ASK (SELECT DISTINCT with an empty projection, as the grammar writes it)
-  becomes an ASK query;
+  becomes an ASK query; a CONSTRUCT becomes a SELECT of its template's
+  variables, whose solutions the runtime instantiates per evaluation time
+  (rsep.plugin.windows.construct: fresh blank nodes per evaluation);
 - CQELS-CEP: the event clauses (the top-level `MatchElement`) run on the NFA
   (rsep.plugin.windows.cep) and their solutions enter the query as a VALUES
   block in place of the MatchElement, with their intervals in two hidden
@@ -32,7 +34,6 @@ The query is generated from the syntax tree (never by string surgery):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
@@ -45,6 +46,7 @@ from rsep.plugin.algebra.events import (
     ReportPolicy,
     SelectForm,
     StreamDecl,
+    TimeWindow,
     Window,
     WindowElement,
 )
@@ -53,7 +55,6 @@ from rsep.plugin.algebra.sparql import (
     IRI,
     Aggregate,
     AskQuery,
-    ConstructQuery,
     Filter,
     GraphGraphPattern,
     GroupPattern,
@@ -64,6 +65,7 @@ from rsep.plugin.algebra.sparql import (
     SelectQuery,
     Term,
     Var,
+    is_absolute_iri,
 )
 from rsep.plugin.compile.automaton import CompileError
 from rsep.plugin.compile.entailment import entail_window_pattern
@@ -77,6 +79,7 @@ from rsep.plugin.windows.cep import (
     plan_event_clauses,
     values_rows,
 )
+from rsep.plugin.windows.construct import construct_select
 from rsep.plugin.windows.timestamp import (
     TimestampError,
     check_no_timestamp,
@@ -92,7 +95,6 @@ WINDOW_GRAPH = RSEP + "window-"
 STATIC_GRAPH = RSEP + "static"
 """The merge of several static FROM graphs, when a query names more than one."""
 ENTAILED_SUFFIX = "-entailed"
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
 class WindowPlanError(CompileError):
@@ -255,7 +257,7 @@ def _aggregated(query: EventQuery) -> bool:
 
 def _timestamps(query: EventQuery) -> GroupPattern:
     """The WHERE pattern with timestamp() evaluated through latestTime(), which only FILTERs may call."""
-    where = rewrite_timestamps(query.where)
+    where = rewrite_timestamps(query.where, [s.iri for s in query.streams])
     form = query.form
     if isinstance(form, SelectForm):
         for projection in form.projection or ():
@@ -321,14 +323,21 @@ def _check_absolute(query: EventQuery) -> None:
     """Oxigraph runs the generated query without a base, so every IRI must be absolute."""
     iris = [node.value for node in walk((query.form, query.where, query.modifiers)) if isinstance(node, IRI)]
     for iri in [*iris, *query.static_graphs, *(s.iri for s in query.streams)]:
-        if not _SCHEME.match(iri):
+        if not is_absolute_iri(iri):
             raise WindowPlanError(f"<{iri}> is a relative IRI: declare a BASE <...> in the query")
 
 
 def _spec(index: int, decl: StreamDecl) -> WindowSpec:
-    if decl.window is None:
-        raise WindowPlanError(f"stream <{decl.iri}> has no window")
-    return WindowSpec(decl.iri, decl.window, f"{WINDOW_GRAPH}{index}", decl.alias or decl.iri)
+    window = decl.window
+    if window is None:
+        raise WindowPlanError(f"stream <{decl.iri}> has no window", decl.position)
+    durations = (window.width, window.slide) if isinstance(window, TimeWindow) else ()
+    if any(d is not None and d.ticks <= 0 for d in durations):
+        raise WindowPlanError(
+            f"the window of <{decl.iri}> has a width or slide under 1µs (windows count whole microseconds)",
+            decl.position,
+        )
+    return WindowSpec(decl.iri, window, f"{WINDOW_GRAPH}{index}", decl.alias or decl.iri)
 
 
 def _merged(where: GroupPattern) -> bool:
@@ -351,14 +360,14 @@ def _window_of(node: WindowElement, windows: tuple[WindowSpec, ...]) -> WindowSp
     matches = [w for w in windows if w.name == node.stream]
     if not matches:
         known = ", ".join(f"<{w.name}>" for w in windows)
-        raise WindowPlanError(f"no window is declared for <{node.stream}> (declared: {known})")
+        raise WindowPlanError(f"no window is declared for <{node.stream}> (declared: {known})", node.position)
     return matches[0]
 
 
 def _query_node(query: EventQuery, where: GroupPattern, intervals: bool) -> tuple[Form, Node]:
     form = query.form
     if isinstance(form, ConstructForm):
-        return Form.CONSTRUCT, ConstructQuery(form.template, where, modifiers=query.modifiers)
+        return Form.CONSTRUCT, construct_select(form.template, where, query.modifiers)
     if form.projection == ():
         return Form.ASK, AskQuery(where, modifiers=query.modifiers)
     projection = form.projection

@@ -15,8 +15,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from rsep.plugin.algebra.events import ReportPolicy, Window
+from rsep.plugin.algebra.events import ConstructForm, NowWindow, ReportPolicy, TimeWindow, Window
 from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.windows.construct import ConstructTemplate
 from rsep.plugin.windows.functions import Extent, extent, to_ticks
 from rsep.plugin.windows.plan import WindowPlan
 from rsep.plugin.windows.schedule import ContentChange, Schedule, WindowClose
@@ -35,12 +36,17 @@ class StreamItem:
     event: int = 0
     """The event it belongs to: its position in the stream, in time order (CQELS-CEP matches
     graph patterns per event)."""
+    start: Timestamp | None = None
+    """The start of the interval its event spans (`prov:startedAtTime`), None for an instantaneous
+    event: CQELS-CEP's windows keep intervals (§4.1); the other window queries read `time`."""
 
 
 @dataclass(frozen=True, slots=True)
 class Answer:
     """What one evaluation returns: solutions (SELECT; one empty solution for a true ASK) as
-    N-Triples terms, or the constructed triples (CONSTRUCT) as N-Triples statements."""
+    N-Triples terms, or the constructed triples (CONSTRUCT) as N-Triples statements. A CONSTRUCT's
+    evaluator answers the template's solutions (`rows`), which the runtime instantiates per
+    evaluation time (rsep.plugin.windows.construct)."""
 
     rows: tuple[dict[str, str], ...] = ()
     triples: tuple[str, ...] = ()
@@ -71,6 +77,17 @@ class WindowEvaluator(Protocol):
 
 
 @runtime_checkable
+class ClippingEvaluator(Protocol):
+    """An evaluator whose answer also depends on the windows' bounds at the evaluation time
+    (CQELS-CEP clips the intervals of the events a window holds to it, §4.1): `bounds` per window
+    is (clip start or None, end), see `clip_bounds`."""
+
+    def evaluate_within(
+        self, contents: Sequence[Sequence[StreamItem]], bounds: Sequence[tuple[int | None, int]]
+    ) -> Answer: ...
+
+
+@runtime_checkable
 class VersionedEvaluator(Protocol):
     """An evaluator whose answers also depend on background knowledge that may change between
     evaluations (a SPARQL Update on the endpoint): an answer is reused only while the version of
@@ -94,7 +111,7 @@ class StreamContent:
 def stream_items(events: Iterable[GraphEvent]) -> StreamContent:
     """A stream's triples in time order (stable for equal timestamps)."""
     items = [
-        StreamItem(to_ticks(event.time.seconds), event.time, line, index)
+        StreamItem(to_ticks(event.time.seconds), event.time, line, index, event.start)
         for index, event in enumerate(sorted(events, key=lambda e: e.time.seconds))
         for line in event.ntriples.splitlines()
         if line.strip()
@@ -105,10 +122,13 @@ def stream_items(events: Iterable[GraphEvent]) -> StreamContent:
 class WindowReplay:
     """Replays finite streams through a plan's windows."""
 
-    def __init__(self, plan: WindowPlan, evaluator: WindowEvaluator) -> None:
+    def __init__(self, plan: WindowPlan, evaluator: WindowEvaluator, scope: str = "") -> None:
+        """`scope` names the query in the blank nodes of its CONSTRUCT results (ConstructTemplate)."""
         self.plan = plan
         self.evaluator = evaluator
-        self._last: tuple[tuple[tuple[int, int], ...], Answer] | None = None
+        form = plan.query.form
+        self.template = ConstructTemplate(form.template, scope) if isinstance(form, ConstructForm) else None
+        self._last: tuple[tuple[tuple[int | None, int], ...], Answer] | None = None
 
     def run(self, streams: Mapping[str, Sequence[GraphEvent]], until: int | None = None) -> list[Evaluation]:
         """Every evaluation with a non-empty answer, in time order. `streams` maps each stream
@@ -147,19 +167,39 @@ class WindowReplay:
         answer = self._answer(extents, windows)
         if not answer:
             return []
-        out = [_evaluation(t, extents, answer)]
+        head = self._evaluation(t, extents, answer)
+        if not head.answer:  # a CONSTRUCT whose solutions leave every template triple unbound
+            return []
+        out = [head]
         for u in times:
-            out.append(_evaluation(u, [extent(w, stream.times, u, first) for w, stream in windows], answer))
+            at_u = [extent(w, stream.times, u, first) for w, stream in windows]
+            out.append(self._evaluation(u, at_u, answer))
         return out
+
+    def _evaluation(self, t: int, extents: Sequence[Extent], answer: Answer) -> Evaluation:
+        """The evaluation at `t` of an answer; a CONSTRUCT's solutions, possibly reused from an
+        earlier time, become this evaluation's triples, with blank nodes of its own (SPARQL 1.1
+        §16.2.1: each evaluation is an answer of its own)."""
+        if self.template is not None:
+            answer = Answer(triples=self.template.triples(answer.rows, t))
+        return _evaluation(t, extents, answer)
 
     def _answer(self, extents: list[Extent], windows: list[tuple[Window, StreamContent]]) -> Answer:
         """The evaluator's answer over the windows' contents, reused while they do not change."""
+        key: tuple[tuple[int | None, int], ...]
         key = tuple((e.lo + s.base, e.hi + s.base) for e, (_, s) in zip(extents, windows, strict=True))
         if isinstance(self.evaluator, VersionedEvaluator):
             key += ((self.evaluator.knowledge_version, 0),)
+        clipping = self.plan.cep is not None and isinstance(self.evaluator, ClippingEvaluator)
+        bounds = clip_bounds([w for w, _ in windows], extents) if clipping else ()
+        key += bounds
         if self._last is None or self._last[0] != key:
             contents = [stream.items[e.lo : e.hi] for e, (_, stream) in zip(extents, windows, strict=True)]
-            self._last = (key, self.evaluator.evaluate(contents))
+            if clipping:
+                assert isinstance(self.evaluator, ClippingEvaluator)
+                self._last = (key, self.evaluator.evaluate_within(contents, bounds))
+            else:
+                self._last = (key, self.evaluator.evaluate(contents))
         return self._last[1]
 
     def _schedule(
@@ -176,6 +216,16 @@ class WindowReplay:
                 return closes
             return WindowClose(pairs, first, until)
         return ContentChange(to_ticks(event.time.seconds) for event in events)
+
+
+def clip_bounds(windows: Sequence[Window], extents: Sequence[Extent]) -> tuple[tuple[int | None, int], ...]:
+    """Per window, what CQELS-CEP's w_RANGE (§4.1) clips an interval [t1, t2] it holds to:
+    t'1 = max(t1, t - T) and t'2 = min(t2, t). A time-based window clips its start to its lower
+    bound (`[NOW]` is `[RANGE 0]`); a count window and a landmark clip no start (None)."""
+    return tuple(
+        (e.start if isinstance(w, TimeWindow | NowWindow) else None, e.end)
+        for w, e in zip(windows, extents, strict=True)
+    )
 
 
 def _evaluation(t: int, extents: Sequence[Extent], answer: Answer) -> Evaluation:

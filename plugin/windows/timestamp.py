@@ -17,10 +17,17 @@ windows' triples and their latest timestamps. The patterns considered are
 those of the FILTER's group and of the plain groups (and window blocks)
 nested in it, where every variable is bound; patterns in OPTIONAL, UNION,
 MINUS or GRAPH blocks are not.
+
+The stream argument must be one of the query's FROM STREAM IRIs: the paper
+says it "can be obtained through SPARQL GRAPH clause", but the windows are
+merged into the default graph (§3.2), so no GRAPH ?g binds a stream, and a
+variable or another IRI would make every call an error (docs/semantics.md).
+Refusals carry the position of the timestamp( call.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from rsep.plugin.algebra.analysis import triple_vars
@@ -35,9 +42,11 @@ from rsep.plugin.algebra.sparql import (
     GroupPattern,
     Literal,
     Node,
+    SourcePosition,
     TriplePattern,
     Var,
 )
+from rsep.plugin.compile.automaton import CompileError
 from rsep.plugin.windows.tree import rebuild, walk
 
 LATEST_FUNCTION = RSEP + "latestTime"
@@ -47,37 +56,41 @@ LATEST_IN_FUNCTION = RSEP + "latestTimeIn"
 """latestTimeIn(stream, s1, p1, o1, ...): the same, in the window(s) of one stream."""
 
 
-class TimestampError(ValueError):
-    """A timestamp() call rsep cannot evaluate (the message says why)."""
+class TimestampError(CompileError):
+    """A timestamp() call rsep cannot evaluate: the message says why, the position (when the
+    query was parsed) where the call is written."""
 
 
 def uses_timestamp(node: Node) -> bool:
     return any(_is_timestamp(n) for n in walk(node))
 
 
-def rewrite_timestamps(pattern: GroupPattern) -> GroupPattern:
-    """`pattern` with timestamp() calls in FILTERs replaced by latestTime calls."""
-    result: GroupPattern = rebuild(pattern, _rewrite_group)
+def rewrite_timestamps(pattern: GroupPattern, streams: Collection[str]) -> GroupPattern:
+    """`pattern` with timestamp() calls in FILTERs replaced by latestTime calls; `streams` are
+    the IRIs a call's second argument may name (the query's FROM STREAMs)."""
+    result: GroupPattern = rebuild(pattern, lambda node: _rewrite_group(node, streams))
     return result
 
 
 def check_no_timestamp(node: Node, where: str) -> None:
-    if uses_timestamp(node):
-        raise TimestampError(f"timestamp() may only be used in a FILTER, not in {where}")
+    call = next((n for n in walk(node) if _is_timestamp(n)), None)
+    if call is not None:
+        message = f"timestamp() may only be used in a FILTER, not in {where}"
+        raise TimestampError(message, call.position)
 
 
 def _is_timestamp(node: Any) -> bool:
     return isinstance(node, FunctionCall) and node.name == IRI(TIMESTAMP_FUNCTION)
 
 
-def _rewrite_group(node: Any) -> Any:
+def _rewrite_group(node: Any, streams: Collection[str]) -> Any:
     if not isinstance(node, GroupPattern) or not any(
         isinstance(e, Filter) and uses_timestamp(e) for e in node.elements
     ):
         return node
     triples = _bound_triples(node)
     elements = tuple(
-        Filter(rebuild(e.expr, lambda n: _call(n, triples))) if isinstance(e, Filter) else e
+        Filter(rebuild(e.expr, lambda n: _call(n, triples, streams))) if isinstance(e, Filter) else e
         for e in node.elements
     )
     return GroupPattern(elements)
@@ -96,36 +109,58 @@ def _bound_triples(group: GroupPattern) -> list[TriplePattern]:
     return found
 
 
-def _call(node: Any, triples: list[TriplePattern]) -> Any:
+def _call(node: Any, triples: list[TriplePattern], streams: Collection[str]) -> Any:
     if not _is_timestamp(node):
         return node
-    args = node.args
+    args, at = node.args, node.position
     if not args or not isinstance(args[0], Var) or len(args) > 2:
-        raise TimestampError("timestamp takes a variable and, optionally, a stream: timestamp(?v [, <s>])")
+        raise TimestampError(
+            "timestamp takes a variable and, optionally, a stream: timestamp(?v [, <s>])", at
+        )
     var: Var = args[0]
     binding = [t for t in triples if var.name in triple_vars(t)]
     if not binding:
         raise TimestampError(
-            f"timestamp(?{var.name}): no triple pattern of the FILTER's group binds ?{var.name}"
+            f"timestamp(?{var.name}): no triple pattern of the FILTER's group binds ?{var.name}", at
         )
     terms: list[Expr] = []
     for triple in binding:
-        terms.extend(_terms(triple, var))
+        terms.extend(_terms(triple, var, at))
     if len(args) == 2:
-        return FunctionCall(IRI(LATEST_IN_FUNCTION), (args[1], *terms))
+        return FunctionCall(IRI(LATEST_IN_FUNCTION), (_stream(args[1], var, streams, at), *terms))
     return FunctionCall(IRI(LATEST_FUNCTION), tuple(terms))
 
 
-def _terms(triple: TriplePattern, var: Var) -> list[Expr]:
+def _stream(arg: Expr, var: Var, streams: Collection[str], at: SourcePosition | None) -> IRI:
+    """The second argument: one of the query's streams, named by its IRI."""
+    known = ", ".join(f"<{s}>" for s in streams)
+    if not isinstance(arg, IRI):
+        written = f"?{arg.name}" if isinstance(arg, Var) else "..."
+        raise TimestampError(
+            f"timestamp(?{var.name}, {written}): the second argument names a stream by its IRI ({known}); "
+            "the windows are merged into the default graph, so no GRAPH ?g binds a stream",
+            at,
+        )
+    if arg.value not in streams:
+        raise TimestampError(
+            f"timestamp(?{var.name}, <{arg.value}>): <{arg.value}> is not a stream of the query "
+            f"(FROM STREAM {known})",
+            at,
+        )
+    return arg
+
+
+def _terms(triple: TriplePattern, var: Var, at: SourcePosition | None) -> list[Expr]:
     parts = (triple.subject, triple.predicate, triple.object)
     if any(isinstance(p, BNode) for p in parts):
         raise TimestampError(
             f"timestamp(?{var.name}): write the patterns that bind ?{var.name} with variables, "
-            "not blank nodes"
+            "not blank nodes",
+            at,
         )
     if not isinstance(triple.predicate, Var | IRI):
         raise TimestampError(
-            f"timestamp(?{var.name}): a property path does not bind ?{var.name} through one triple"
+            f"timestamp(?{var.name}): a property path does not bind ?{var.name} through one triple", at
         )
     terms: list[Expr] = []
     for part in parts:

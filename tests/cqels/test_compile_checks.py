@@ -81,3 +81,22 @@ def test_a_trailing_values_is_located_at_its_keyword(tmp_path, capsys):
     query = HEAD + "  WINDOW :w { ?x :a ?y }\n}\n  VALUES ?x { :k }\n"
     path, err = refusal(tmp_path, capsys, query)
     assert err == f"{path}:7:3: a trailing VALUES clause does not apply to a CQELS query\n"
+
+
+@pytest.mark.parametrize(
+    ("window", "column", "message"),
+    [
+        ("[RANGE 0.0004ms]", 46, "RANGE 0.0004ms"),
+        ("[RANGE 10s SLIDE 0.0001ms]", 56, "SLIDE 0.0001ms"),
+    ],
+)
+def test_a_window_duration_that_rounds_to_no_microsecond_is_located_at_the_duration(
+    tmp_path, capsys, window, column, message
+):
+    """Windows count whole microseconds: a shorter width or slide would divide by zero or hold nothing."""
+    query = f"PREFIX : <http://example.org/>\nSELECT ?x\nWHERE {{ STREAM <{S}> {window} {{ ?x :a ?y }} }}\n"
+    path, err = refusal(tmp_path, capsys, query)
+    assert err == (
+        f"{path}:3:{column}: {message}: a duration here must be at least 1µs (windows count time in whole "
+        "microseconds, and this rounds to 0)\n"
+    )

@@ -161,7 +161,7 @@ def test_the_inline_window_form_is_a_named_window_and_its_block():
     ("where", "message"),
     [
         ("WINDOW :W ON <http://t> [NOW] { ?v :p ?s }", "window <http://e/W> is declared twice"),
-        ("WINDOW :V ON <http://t> [RANGE 0s] { ?v :p ?s }", "a window's width and slide must be positive"),
+        ("WINDOW :V ON <http://t> [TRIPLES 0] { ?v :p ?s }", "a count window holds at least one triple"),
     ],
 )
 def test_inline_window_errors_are_located(where, message):

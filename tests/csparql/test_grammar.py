@@ -72,7 +72,7 @@ def test_windows(text, window):
         (f"SELECT ?s FROM STREAM <{S}> [RANGE 3s] {BODY}", 1, 55),  # STEP or TUMBLING needed
         (f"SELECT ?s FROM STREAM <{S}> [RANGE 3 STEP 1s] {BODY}", 1, 53),  # a unit is needed
         (f"SELECT ?s FROM STREAM <{S}> [RANGE 3min STEP 1s] {BODY}", 1, 53),
-        (f"SELECT ?s FROM STREAM <{S}> [RANGE 0s STEP 1s] {BODY}", 1, 11),  # the FROM STREAM clause
+        (f"SELECT ?s FROM STREAM <{S}> [RANGE 0s STEP 1s] {BODY}", 1, 53),  # at the duration
         (f"SELECT ?s FROM STREAM <{S}> [RANGE TRIPLES 0] {BODY}", 1, 11),
         (f"SELECT ?s FROM <http://g> {BODY}", 1, 1),  # no stream
     ],

@@ -163,3 +163,52 @@ def test_a_register_query_with_a_trailing_values_posted_to_sparql_is_a_400_at_va
         "query:4:4: a trailing VALUES clause does not apply to a C-SPARQL query\n"
     )
     assert service(app).registry.all() == []
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column", "message"),
+    [
+        (
+            "REGISTER STREAM <http://example.org/out> AS\nPREFIX : <http://example.org/>\n"
+            "CONSTRUCT { [] :saw ?c }\nFROM STREAM <http://example.org/s> [RANGE 2s STEP 0.0004ms]\n"
+            "WHERE { ?c :on ?r }",
+            4,
+            51,
+            "STEP 0.0004ms: a duration here must be at least 1µs (windows count time in whole microseconds, "
+            "and this rounds to 0)",
+        ),
+        (
+            "REGISTER QUERY q COMPUTED EVERY 5s AS\nSELECT ?c\n"
+            "FROM STREAM <http://example.org/s> [RANGE TRIPLES 2]\nWHERE { ?c ?p ?r }",
+            1,
+            18,
+            "COMPUTED EVERY 5s needs time-based windows: the count window [RANGE TRIPLES 2] of "
+            "<http://example.org/s> closes at each arrival, so the query is evaluated then, not periodically",
+        ),
+        (
+            "SELECT ?c\nFROM STREAM <http://example.org/s> [RANGE 2s STEP 1s]\n"
+            "WHERE { ?c ?p ?r FILTER(timestamp(?c, ?g) > 0) }",
+            3,
+            25,
+            "timestamp(?c, ?g): the second argument names a stream by its IRI (<http://example.org/s>); the "
+            "windows are merged into the default graph, so no GRAPH ?g binds a stream",
+        ),
+    ],
+    ids=["zero-step-producer", "computed-every-count-window", "timestamp-variable-stream"],
+)
+def test_post_window_query_rsep_cannot_run_is_a_400_at_the_construct(app, text, line, column, message):
+    """Refused at registration with its position, never registered and failed later (a producer whose
+    STEP rounded to 0 µs used to be a 201, then a 500 on the next POST /streams)."""
+    client = app.test_client()
+    response = client.post(
+        "/queries", data=text, content_type="application/sparql-query", headers={"Accept": "application/json"}
+    )
+    assert response.status_code == 400
+    found = response.json
+    assert (found["parameter"], found["line"], found["column"], found["message"]) == (
+        "query",
+        line,
+        column,
+        message,
+    )
+    assert service(app).registry.all() == []

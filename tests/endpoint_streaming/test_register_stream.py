@@ -15,8 +15,10 @@ import pytest
 from rsep.endpoint.app import create_app
 from rsep.endpoint.replay import RunRequest, StreamFile, derive_streams, load_rules
 from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.service.window_runner import WindowRunner
 from rsep.plugin.store.gpm import KnowledgeBase
 from rsep.plugin.store.rdfio import read_event_file
+from rsep.plugin.store.windows import OxigraphWindows
 from tests.csparql.support import output
 from tests.csparql.test_register_stream import CONGESTED, EX, PRODUCER, TUMBLING
 from tests.endpoint_streaming.conftest import caught_up, config, service, shut_down, wait_for
@@ -314,6 +316,38 @@ def test_a_failed_append_stores_nothing_and_the_next_request_derives_it(app, tmp
     answers = ingest_each(client, events[3:])
     assert [d["time"] for a in answers for d in a["derived"]] == [10, 20]
     assert logged(app, CONGESTED) == rule_events(tmp_path, [PRODUCER], {CARS: cars()})[CONGESTED]
+
+
+@pytest.mark.parametrize("step", ["evaluate", "read"])
+def test_a_producer_that_raises_is_marked_failed_and_ingest_and_the_other_producers_go_on(
+    app, monkeypatch, step
+):
+    """A producer's fault never fails a client's valid events with a 500: the producer stops, its
+    registration says why, and the request and the other producers go on (the counting producer
+    derives its closes before 21 as if alone)."""
+    client = app.test_client()
+    broken = registered(client, PRODUCER)
+    registered(client, COUNTING_PRODUCER)
+
+    def failing(real):
+        def call(self, *args):
+            if self.plan.query.produced_stream == CONGESTED:
+                raise RuntimeError("the store is unavailable")
+            return real(self, *args)
+
+        return call
+
+    if step == "evaluate":
+        monkeypatch.setattr(OxigraphWindows, "evaluate", failing(OxigraphWindows.evaluate))
+    else:
+        monkeypatch.setattr(WindowRunner, "take", failing(WindowRunner.take))
+    ingest_each(client, cars())  # each a 202
+    summary = client.get(f"/queries/{broken['id']}").json
+    assert (summary["status"], summary["error"]) == ("failed", "RuntimeError: the store is unavailable")
+    assert logged(app, CONGESTED) == []
+    counted = [(time, triples.split('"')[1]) for _, time, triples in logged(app, COUNTED)]
+    assert counted == [("5", "3"), ("10", "0"), ("15", "2"), ("20", "0")]
+    assert service(app).log.next_position == len(cars()) + 4
 
 
 # --------------------------------------------------------------------------- refusals

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rsep.endpoint.app import create_app
 from rsep.endpoint.cli import main
 from rsep.grammar import SparqlSyntaxError, parse_event_query
 from rsep.plugin.algebra.printer import dump
@@ -55,6 +56,28 @@ def n(value: int) -> str:
         ("SELECT * WHERE { ?x (:p/:q)? ?y }", 2, 21, "the path modifier ? (zero or one step)"),
         ("SELECT ?x AS ?y WHERE { ?x :p ?z }", 2, 8, "?x AS ?y (the paper's draft syntax) could mean either"),
         ("SELECT * WHERE { ?x :p ?y SEQ { ?y :q ?z } }", 2, 27, "SEQ joins two group graph patterns"),
+        ("SELECT (1 AS ?y) WHERE { ?x :p ?y }", 2, 14, "?y is already in scope in the WHERE clause"),
+        ("SELECT (1 AS ?w) WHERE { ?x :p ?y BIND(2 AS ?w) }", 2, 14, "?w is already in scope in the WHERE"),
+        ("SELECT (1 AS ?w) WHERE { ?x :p ?y VALUES ?w { 1 } }", 2, 14, "?w is already in scope in the WHERE"),
+        ("SELECT (1 AS ?w) WHERE { ?x :p ?y } VALUES ?w { 1 }", 2, 14, "?w is already in scope in the WHERE"),
+        (
+            "SELECT (1 AS ?w) WHERE { ?x :p ?y } LIMIT 5 VALUES ?w { 1 }",
+            2,
+            14,
+            "?w is already in scope in the trailing VALUES clause",
+        ),
+        (
+            "SELECT * WHERE { ?x :p ?y } VALUES ?x { :a } VALUES ?y { :b }",
+            2,
+            46,
+            "a query takes one trailing",
+        ),
+        (
+            "SELECT * WHERE { ?x :p ?y } LIMIT 1 VALUES ?x { :a } VALUES ?y { :b }",
+            2,
+            54,
+            "unexpected 'VALUES'",
+        ),
     ],
 )
 def test_what_ep_sparql_refuses_is_reported_where_it_is_written(
@@ -76,6 +99,41 @@ def test_a_refusal_through_the_cli_is_one_positioned_line(tmp_path: Path, capsys
     out, err = capsys.readouterr()
     assert (code, out) == (2, "")
     assert err.startswith(f"{query}:2:29: ORDER BY sorts the whole solution set") and err.count("\n") == 1
+
+
+UNKNOWN_FUNCTION = "unsupported extension function <urn:f>, in a FILTER or BIND the NFA evaluates"
+
+
+@pytest.mark.parametrize(
+    ("body", "line", "column"),
+    [
+        ("SELECT * WHERE { { ?x :p ?y } SEQ { ?x :q ?z\n  FILTER(<urn:f>(?y)) } }", 3, 10),
+        ("SELECT * WHERE { ?x :p ?y\n  BIND(<urn:f>(?y) AS ?w) }", 3, 8),
+    ],
+)
+def test_an_unknown_function_the_nfa_would_evaluate_is_refused_where_it_is_called(
+    body: str, line: int, column: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """CLI: one line `FILE:line:col: message`; endpoint: 400 with the line and column."""
+    query = tmp_path / "q.rq"
+    query.write_text(P + body + "\n", encoding="utf-8")
+    events = tmp_path / "e.trig"
+    events.write_text("", encoding="utf-8")
+    code = main(["run", str(query), "--stream", f"{EX}s={events}", "--engine", "inprocess"])
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (2, "", f"{query}:{line}:{column}: {UNKNOWN_FUNCTION}\n")
+    app = create_app(
+        {"RSEP_DATA_DIR": str(tmp_path / "data"), "RSEP_START_STREAMING": False, "TESTING": True}
+    )
+    response = app.test_client().post(
+        "/queries",
+        data=P + body,
+        content_type="application/sparql-query",
+        headers={"Accept": "application/json"},
+    )
+    error = response.get_json()
+    assert (response.status_code, error["line"], error["column"]) == (400, line, column)
+    assert error["message"] == UNKNOWN_FUNCTION
 
 
 def test_a_sub_select_without_where_is_told_to_write_it():

@@ -82,3 +82,22 @@ def test_the_first_event_of_an_empty_log_sets_its_kind_of_time(tmp_path):
     assert log.next_position == 0 and log.numeric is None
     log.append([dated(5, "x")])
     assert EventLog(tmp_path).numeric is False
+
+
+def test_an_events_interval_start_is_logged_and_read_back(tmp_path):
+    start = Timestamp(3.0, "3", True)
+    spanning = GraphEvent("urn:s", "<urn:d>", Timestamp(8.0, "8", True), "<urn:d> <urn:p> 1 .\n", start)
+    EventLog(tmp_path).append([event(1, "a"), spanning])
+    read = [r.event for r in EventLog(tmp_path).read()]
+    assert read == [event(1, "a"), spanning]
+    assert read[0].start is None
+
+
+def test_a_log_written_before_intervals_reads_the_same(tmp_path):
+    """Six fields per event, as logs were written before interval starts were logged."""
+    (tmp_path / f"{0:020d}.jsonl").write_text(
+        '[0, [["urn:s", "<urn:a>", 1.0, "1", true, "<urn:a> <urn:p> 1 .\\n"]]]\n', encoding="utf-8"
+    )
+    log = EventLog(tmp_path)
+    assert [r.event for r in log.read()] == [event(1, "a")]
+    assert log.next_position == 1 and log.last_time == 1.0

@@ -4,10 +4,12 @@ several partitions and GPM batches."""
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,8 +20,17 @@ from rsep.grammar import parse_event_query
 from rsep.plugin.algebra.events import Negation, SelectionStrategy, Sequence
 from rsep.plugin.algebra.sparql import XSD_INTEGER
 from rsep.plugin.compile.plan import compile_query
+from rsep.plugin.events import GraphEvent, Timestamp
 from rsep.plugin.nfa.runtime import Match, NfaState
-from rsep.plugin.spark.adapter import KeyStep, dump_state, groups_of, load_state, match_frame, matches_of
+from rsep.plugin.spark.adapter import (
+    GPM_COLUMNS,
+    KeyStep,
+    dump_state,
+    groups_of,
+    load_state,
+    match_frame,
+    matches_of,
+)
 from rsep.plugin.spark.cds import ClassCache
 from rsep.plugin.spark.session import default_conf, local_cores
 from rsep.plugin.spark.stage import SparkReplay
@@ -242,13 +253,45 @@ def test_bind_and_values_find_the_replays_matches(spark: SparkSession) -> None:
     assert matches == reference(plan, KnowledgeBase(), events)
 
 
+INTERVAL_SEQ = "SELECT ?x WHERE { ?x <urn:type> <urn:A> } SEQ { ?x <urn:type> <urn:B> }"
+
+
+@pytest.mark.spark
+def test_interval_events_give_the_replays_matches(spark: SparkSession) -> None:
+    """EP-SPARQL SEQ over A [1, 5], B [3, 8] (overlaps A: no sequence; as points, 5 < 8, it would
+    be one), B [6, 9], A at 10 and B [11, 12]: the executors read the intervals' starts as the
+    in-process runtime does (SeqJoin, and the match starts where its first interval does)."""
+    plan = compile_query(parse_event_query(INTERVAL_SEQ, dialect="ep-sparql"))
+
+    def spanning(start: int, time: int, kind: str) -> GraphEvent:
+        return replace(event(time, kind), start=Timestamp(float(start), str(start), True))
+
+    events = numbered(
+        [spanning(1, 5, "A"), spanning(3, 8, "B"), spanning(6, 9, "B"), event(10, "A"), spanning(11, 12, "B")]
+    )
+    matches = SparkReplay(plan, KnowledgeBase(), spark, batch_size=2).run(events)
+    assert [(m.events, m.start_time, m.end_time) for m in matches] == [
+        ((0, 2), 1.0, 9.0),
+        ((0, 4), 1.0, 12.0),
+        ((3, 4), 10.0, 12.0),
+    ]
+    assert matches == reference(plan, KnowledgeBase(), events)
+
+
 # --------------------------------------------------------------------------- pieces without Spark
 
 
-def gpm_rows(*rows: tuple[int, float, int, int, dict[str, str]]) -> pd.DataFrame:
+def gpm_rows(
+    *rows: tuple[int, float, int, int, dict[str, str]], starts: dict[int, float] | None = None
+) -> pd.DataFrame:
+    """GPM rows of key k1; `starts`: the interval starts of the events that span one."""
+    spans = starts or {}
     return pd.DataFrame(
-        [('["k1"]', rank, time, ev, gpm, mapping) for rank, time, ev, gpm, mapping in rows],
-        columns=["key", "rank", "time", "event", "gpm", "mapping"],
+        [
+            ('["k1"]', rank, time, ev, gpm, mapping, spans.get(ev, math.nan))
+            for rank, time, ev, gpm, mapping in rows
+        ],
+        columns=list(GPM_COLUMNS),
     )
 
 
@@ -257,6 +300,14 @@ def test_groups_are_built_in_rank_order_whatever_the_row_order() -> None:
     groups = groups_of(rows)
     assert [(g.rank, g.time) for g in groups] == [(1, 2.0), (3, 9.0)]
     assert groups[1].rows == {1: [(4, {"k": "y"}), (5, {"k": "x"})]}
+    assert [g.starts for g in groups] == [None, None]
+
+
+def test_groups_carry_the_interval_starts_of_their_events() -> None:
+    """As `groups_by_key` in process: only events spanning an interval have a start."""
+    rows = gpm_rows((3, 9.0, 5, 1, {"k": "x"}), (1, 2.0, 2, 0, {"k": "x"}), (3, 9.0, 4, 1, {"k": "y"}),
+                    starts={5: 6.5, 2: 0.5})  # fmt: skip
+    assert [(g.rank, g.starts) for g in groups_of(rows)] == [(1, {2: 0.5}), (3, {5: 6.5})]
 
 
 def test_key_step_pickles_without_its_runtime_and_resumes_from_a_saved_state() -> None:

@@ -24,7 +24,7 @@ from tests.endpoint_streaming.conftest import SMART_GRID, smart_grid_events
 from tests.endpoint_streaming.test_results_and_push import synthetic_events
 from tests.service.support import OTHER, QUERIES, S1, S2, event, plan_of, reference
 from tests.spark_streaming.conftest import graph_iris, graph_quads, in_process_graphs, wait_for
-from tests.spark_streaming.test_stages import KB_QUERY
+from tests.spark_streaming.test_stages import INTERVAL_SEQ, KB_QUERY, spanning
 
 pytestmark = pytest.mark.spark
 
@@ -75,6 +75,28 @@ def test_the_smart_grid_example_gives_the_graphs_of_rsep_run(make_node, kb):
     progress = node.engine.progress(query.id)
     assert (progress.state, progress.position, progress.events) == ("running", len(events), len(events))
     assert progress.matches == len(expected)
+
+
+def test_interval_events_give_the_graphs_of_the_in_process_engine(make_node, kb):
+    """EP-SPARQL over events spanning intervals (test_stages' case, a1 from 0.5): the same graphs
+    as the in-process engine, `rsep:start` (the match interval's start, as written) included."""
+    node = make_node()
+    node.engine.start()
+    query = node.register(INTERVAL_SEQ)
+    events = [spanning("0.5", 5, "a1"), spanning("3", 8, "c1", kind="c"), spanning("6", 9, "c2", kind="c"),
+              event(10, "a2"), spanning("11", 12, "c3", kind="c")]  # fmt: skip
+    for chunk in (events[:2], events[2:]):
+        node.ingest(chunk)
+        node.wait(query)
+    expected = in_process_graphs(query, node.log, kb)
+    assert len(expected) == 3
+    assert graph_iris(kb, query.iri) == sorted(expected)
+    for iri, quads in expected.items():
+        assert graph_quads(kb, iri) == quads
+    starts = sorted(q.split(" ")[2] for quads in expected.values() for q in quads if "rsep#start" in q)
+    assert starts == ['"0.5"^^<http://www.w3.org/2001/XMLSchema#decimal>'] * 2 + [
+        '"10"^^<http://www.w3.org/2001/XMLSchema#integer>'
+    ]
 
 
 @pytest.mark.parametrize(("seed", "names"), [(3, sorted(QUERIES)), (11, ["kleene", "negation"])])

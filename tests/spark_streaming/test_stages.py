@@ -19,8 +19,12 @@ from hypothesis import strategies as st
 from rsep.grammar import parse_event_query
 from rsep.plugin.algebra.events import ConsumptionPolicy
 from rsep.plugin.compile.plan import QueryPlan, compile_query
+from rsep.plugin.events import GraphEvent, Timestamp
 from rsep.plugin.log import EventLog, LogRecord
-from rsep.plugin.service.matches import match_iri
+from rsep.plugin.nfa.runtime import Match
+from rsep.plugin.replay import Replay, number_events
+from rsep.plugin.results import Projector
+from rsep.plugin.service.matches import match_graph, match_iri
 from rsep.plugin.spark.log_source import SnapshotFiles, read_log
 from rsep.plugin.spark.stream_stages import (
     TIME_HIGH,
@@ -30,7 +34,7 @@ from rsep.plugin.spark.stream_stages import (
     watermark_after,
 )
 from rsep.plugin.spark.streaming import summary
-from rsep.plugin.store.gpm import KnowledgeBase
+from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
 from tests.service.support import OTHER, QUERIES, S1, S2, event, plan_of, records, reference
 from tests.spark.conftest import knowledge_base
 from tests.spark_streaming.simulation import Job, event_time_micros
@@ -468,3 +472,41 @@ def counts(engine, query_id: str) -> tuple[int, int, int]:
 
 def graph_names(kb: KnowledgeBase) -> list[str]:
     return [g for g in (str(n) for n in kb.store.named_graphs()) if "urn:rsep:match:" in g]
+
+
+INTERVAL_SEQ = 'SELECT ?k WHERE { ?k <urn:t:kind> "a" } SEQ { ?k <urn:t:kind> "c" }'
+
+
+def spanning(start: str, time: int, name: str, **kwargs) -> GraphEvent:
+    """`event` over the interval [start, time] (start as written: its lexical form must survive)."""
+    return replace(event(time, name, **kwargs), start=Timestamp(float(start), start, True))
+
+
+@pytest.mark.parametrize("max_records", [2, 10_000])
+def test_interval_events_reach_the_keyed_nfa_and_the_match_graphs(max_records):
+    """EP-SPARQL SEQ over a1 [1, 5], c1 [3, 8] (overlaps a1: no sequence, as points it would
+    be one), c2 [6, 9], a2 at 10 and c3 [11, 12]: the streaming job finds the replay's matches,
+    with the replay's interval starts, and its graphs start where the match does, as written."""
+    plan = compile_query(parse_event_query(INTERVAL_SEQ, dialect="ep-sparql"))
+    events = [spanning("1.0", 5, "a1", val=1), spanning("3", 8, "c1", kind="c", val=2),
+              spanning("6", 9, "c2", kind="c", val=3), event(10, "a2", val=4),
+              spanning("11", 12, "c3", kind="c", val=5)]  # fmt: skip
+    expected = Replay(plan, GpmEvaluator(plan.gpms, KnowledgeBase())).run(number_events([events]))
+    assert [(m.events, m.start_time, m.end_time) for m in expected] == [
+        ((0, 2), 1.0, 9.0),
+        ((0, 4), 1.0, 12.0),
+        ((3, 4), 10.0, 12.0),
+    ]
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        log = EventLog(root / "log", segment_size=3)
+        job = Job(plan, root / "log", root / "kb", max_records=max_records)
+        found = run_job(job, log, events, cuts=[2, 4])
+    assert sorted((match for match, _ in found.values()), key=Match.key) == expected
+    projector = Projector.for_plan(plan)
+    starts = {}
+    for match, refs in found.values():
+        assert [r.start for r in refs] == [events[i].start for i in match.events]
+        graph = match_graph(QID, "urn:q", match, refs, projector, projector.project(match.mapping), "")
+        starts[match.events] = graph.start.lexical
+    assert starts == {(0, 2): "1.0", (0, 4): "1.0", (3, 4): "10"}

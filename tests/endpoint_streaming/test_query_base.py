@@ -1,0 +1,93 @@
+"""`POST /queries?base=IRI`: the query's relative IRIs resolve against it where the text has no
+BASE, as with `rsep run --base`. CityBench's CQELS Q5 names its graph `<culturalevents>`: without
+a base it is a 400 at that IRI, with one it registers, reads the graph named by the resolved IRI
+and answers what `rsep run --base` prints; the base is kept with the registration, so the query
+compiles the same after a restart."""
+
+from __future__ import annotations
+
+from bench.citybench import Repository, convert, stream_iri
+from rsep.endpoint.replay import KbFile, RunRequest, StreamFile
+from rsep.endpoint.streaming import compile_registered, is_window_registration
+from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.store.rdfio import load_into, read_event_file
+from rsep.plugin.windows.plan import WindowPlan
+from tests.cqels.test_citybench import CULTURAL_EVENTS, KB, TRAFFIC, q5_row
+from tests.csparql.citybench import END, START, citybench
+from tests.csparql.support import output
+from tests.endpoint_streaming.conftest import caught_up, service, wait_for
+from tests.endpoint_streaming.test_window_queries import OTHER, ordered, read_back, register
+
+BASE = "http://example.org/citybench/"
+Q5 = citybench() / "cqels_query" / "Q5.txt"
+XSD_DATE_TIME = "http://www.w3.org/2001/XMLSchema#dateTime"
+LATER = GraphEvent(
+    OTHER, "<http://example.org/tick>", Timestamp.from_literal("2014-08-02T00:00:00", XSD_DATE_TIME), ""
+)
+"""After every reading of the slice: it makes every evaluation final."""
+
+
+def test_a_relative_iri_without_a_base_is_a_400_at_the_iri(app):
+    client = app.test_client()
+    response = client.post(
+        "/queries",
+        data=Q5.read_text(),
+        content_type="application/sparql-query",
+        headers={"Accept": "application/json"},
+    )
+    assert response.status_code == 400
+    found = response.json
+    assert (found["parameter"], found["line"], found["column"]) == ("query", 3, 12)
+    assert found["message"].startswith("<culturalevents> is a relative IRI and the query has no base")
+    assert service(app).registry.all() == []
+
+
+def test_a_base_that_is_not_an_absolute_iri_is_a_400_naming_it(app):
+    response = register(app.test_client(), Q5.read_text(), base="citybench/")
+    assert (response.status_code, response.get_data(as_text=True)) == (
+        400,
+        "base: expected an absolute IRI, got 'citybench/'\n",
+    )
+
+
+def test_q5_with_a_base_answers_what_rsep_run_base_prints(app, tmp_path):
+    graph = BASE + "culturalevents"
+    kb = app.extensions["rsep"].kb
+    load_into(kb.store, KB)
+    load_into(kb.store, CULTURAL_EVENTS, graph=graph)
+    kb.touch()
+    client = app.test_client()
+    response = register(client, Q5.read_text(), base=BASE)
+    assert response.status_code == 201, response.get_data(as_text=True)
+    query = response.json
+    traffic = tmp_path / "traffic.trig"
+    name = TRAFFIC.rsplit("#", 1)[1]
+    assert stream_iri(name) == TRAFFIC
+    repository = Repository.load(citybench() / "dataset")
+    traffic.write_text(convert(citybench() / "streams" / f"{name}.stream", repository, start=START, end=END))
+    events = read_event_file(traffic, TRAFFIC, scope="s0")
+    for event in [*events, LATER]:  # the stream IRI has a fragment: sent URL-encoded
+        answer = client.post(
+            "/streams",
+            query_string={"stream": event.stream},
+            data=event.nquads(),
+            content_type="application/n-quads",
+        )
+        assert answer.status_code == 202, answer.get_data(as_text=True)
+    wait_for(caught_up(app))
+    expected = output(
+        RunRequest(
+            Q5,
+            [StreamFile(TRAFFIC, traffic)],
+            [KbFile(KB), KbFile(CULTURAL_EVENTS, graph)],
+            engine="inprocess",
+            base=BASE,
+        )
+    )
+    assert [line["bindings"] for line in expected] == [q5_row(row) for row in range(3, 15)]
+    assert read_back(client, query["iri"]) == ordered(expected)
+    (registered,) = service(app).registry.all()
+    assert registered.options == {"base": BASE}
+    assert is_window_registration(registered)
+    plan = compile_registered(registered)  # as the engine compiles it after a restart
+    assert isinstance(plan, WindowPlan) and f"<{graph}>" in plan.sparql
