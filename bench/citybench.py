@@ -32,7 +32,12 @@ in CityBench's sources) and the triples its queries match:
 - IRIs are deterministic: row n (1-based, counting data rows) of stream S is the graph
   `SampleEventService#S-n` and holds `SampleEventService#S-n-<PropertyClass>`.
 
-`python -m bench.citybench FILE.stream [--start T] [--end T] > events.trig`
+Run it by its path from any directory (it imports nothing from the repository), or as a
+module from the repository root (`-m bench.citybench` needs the root on the path):
+
+    .venv/bin/python bench/citybench.py FILE.stream [--start T] [--end T] > events.trig
+
+bench/README.md ("CityBench") shows a whole run of Q1 over converted streams.
 """
 
 from __future__ import annotations
@@ -216,7 +221,7 @@ def convert(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.citybench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="bench/citybench.py", description=__doc__.split("\n")[0])
     parser.add_argument("stream", type=Path, metavar="FILE.stream")
     parser.add_argument("--start", help="first TIMESTAMP to keep (e.g. 2014-08-01T08:00:00)")
     parser.add_argument("--end", help="first TIMESTAMP to drop")

@@ -52,16 +52,19 @@ class Consumption:
     def select_matches(self, step: Step) -> None:
         """A timestamp's matches share no input (RSEP-QL §4.4: an input is used once): where
         they would (several joins of a join group, or runs holding one earlier input), the
-        policy's preferred one (`preference`) is reported."""
+        policy's preferred one (`preference`) is reported. Solutions of exactly the same
+        inputs (VALUES rows, UNION branches) are one match: all of them are reported."""
         if len(step.matches) < 2:
             return
         ranked = sorted(step.matches.items(), key=lambda item: self.preference(item[1].events))
         used: set[Unit] = set()
+        reported: set[frozenset[Unit]] = set()
         kept: set[tuple[object, ...]] = set()
         for key, match in ranked:
-            units = step.units.get(id(match), ())
-            if used.isdisjoint(units):
+            units = frozenset(step.units.get(id(match), ()))
+            if units in reported or used.isdisjoint(units):
                 used.update(units)
+                reported.add(units)
                 kept.add(key)
         if len(kept) < len(step.matches):
             step.matches = {key: match for key, match in step.matches.items() if key in kept}

@@ -249,8 +249,25 @@ class Runtime:
                     if held is not None:
                         step.takers.update(dict.fromkeys(cand.units, held))
                         step.moved.add(held)
+                    if self._marked:  # only VALUES forks a run into several with its inputs
+                        self._take_with_forks(spec, run, order, cand, taken, step)
                     break
         return [r for r in alive if id(r) not in taken]
+
+    def _take_with_forks(
+        self, spec: State, run: Run, order: list[Run], cand: Candidate, taken: set[int], step: Step
+    ) -> None:
+        """The other runs holding exactly `run`'s inputs (VALUES rows, UNION branches of one
+        solution) are the same partial match: each takes `cand` where it fits, and all move on
+        with it (docs/semantics.md, "Selection and consumption policies")."""
+        held = run.units or ()
+        for fork in order:
+            if id(fork) in taken or fork.units != held or fork.mapping == run.mapping:
+                continue
+            taken.add(id(fork))
+            joined = checked(cand, without(fork.mapping, spec.rebind))
+            if joined is not None:
+                self._spawn(spec, fork, cand, joined, step)
 
     def _within(self, spec: State) -> float | None:
         """The window, except for auxiliary patterns: an optional side's

@@ -10,8 +10,9 @@ The counterpart of `QueryRunner` for the window runtime. Per step:
    streams, so once an event later than t has been read (of any stream), no
    event at or before t can come, and evaluation time t is final. Under
    window close (C-SPARQL) a close is also known to be an evaluation time
-   only up to `end`, the last close whose window holds an item; later closes
-   wait for the items that make them evaluation times;
+   only up to `end`, the last close (of any window) at which some window
+   holds an item; later closes wait for the items that make them evaluation
+   times;
 3. each evaluation that answered something becomes one graph
    (rsep.plugin.service.window_graphs);
 4. the items no later window can hold are dropped (`first_needed`), so
@@ -46,7 +47,7 @@ from rsep.plugin.service.window_graphs import EvaluationGraph, evaluation_graph
 from rsep.plugin.windows.functions import first_needed, to_ticks
 from rsep.plugin.windows.plan import Form, WindowPlan
 from rsep.plugin.windows.runtime import Evaluation, StreamContent, StreamItem, WindowEvaluator, WindowReplay
-from rsep.plugin.windows.schedule import ContentChange, Schedule, WindowClose, last_close
+from rsep.plugin.windows.schedule import ContentChange, Schedule, WindowClose, held_until, last_close_by
 
 SNAPSHOT_KIND = "rsep-window-runner"
 SNAPSHOT_VERSION = 1
@@ -65,7 +66,7 @@ class WindowState:
     done: int | None = None
     """Every evaluation time up to this one (ticks) is evaluated."""
     end: int | None = None
-    """Window close: the last close whose window holds an item."""
+    """Window close: the last close at which some window holds an item (`schedule_end`)."""
     watermark: int | None = None
     """The newest event time read, of any stream (ticks)."""
     numeric: bool = True
@@ -205,13 +206,19 @@ class WindowRunner:
             self._pending.append((ticks, record.position))
 
     def _extend_end(self, fresh: dict[str, list[int]]) -> None:
-        """`end` is the latest close that holds an item, a maximum over items: new items can
-        only move it on."""
-        for spec in self.plan.windows:
-            times = fresh.get(spec.stream)
-            close = last_close(spec.window, times) if times else None
-            if close is not None and (self.state.end is None or close > self.state.end):
-                self.state.end = close
+        """`end` is `schedule_end` over every item read, which new items can only move on: to
+        the last close (of any window, over the kept arrivals) up to the latest time a window
+        holds one of the fresh items. The dropped items are held by no window after `done`."""
+        held = [
+            held_until(spec.window, times) for spec in self.plan.windows if (times := fresh.get(spec.stream))
+        ]
+        known = [h for h in held if h is not None]
+        if not known:
+            return
+        windows = [(spec.window, self._streams[spec.stream].times) for spec in self.plan.windows]
+        close = last_close_by(windows, max(known))
+        if close is not None and (self.state.end is None or close > self.state.end):
+            self.state.end = close
 
     def _evaluate(self) -> list[Evaluation]:
         """The evaluation times in (done, horizon]: final, and known to be evaluation times."""

@@ -2,7 +2,8 @@
 
 - **Window close** (C-SPARQL): every close of every window, t = k·β for a
   time-based window, each arrival for a count window, from the first event
-  of the replay until the last close whose window still holds an item.
+  of the replay until the last close (of any window) at which some window of
+  the query still holds an item (`schedule_end`).
 - **Content change** (CQELS): every distinct timestamp of an event on one of
   the query's streams.
 
@@ -15,7 +16,7 @@ skips it whole when the answer is empty: a day of 1-second closes over
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import pairwise
 from typing import Protocol
@@ -48,8 +49,8 @@ class ContentChange:
 
 
 class WindowClose:
-    """ET = the closes of the windows, from `first` (the first event) to the last close whose
-    window still holds an item. `windows` pairs each window with its stream's item times."""
+    """ET = the closes of the windows, from `first` (the first event) to the last close at which
+    some window still holds an item. `windows` pairs each window with its stream's item times."""
 
     def __init__(
         self, windows: Sequence[tuple[Window, Sequence[int]]], first: int, end: int | None = None
@@ -58,11 +59,7 @@ class WindowClose:
         closes that became final, over the items it kept)."""
         self.windows = windows
         self.first = first
-        if end is None:
-            ends = [last_close(window, times) for window, times in windows if times]
-            known = [e for e in ends if e is not None]
-            end = max(known) if known else None
-        self.end = end
+        self.end = schedule_end(windows) if end is None else end
 
     def segments(self) -> Iterator[tuple[int, int]]:
         if self.end is None or self.end < self.first:
@@ -126,3 +123,47 @@ def last_close(window: Window, times: Sequence[int]) -> int | None:
         return None
     assert isinstance(window, (TimeWindow, CountWindow, NowWindow))
     return times[-1]
+
+
+def held_until(window: Window, times: Sequence[int]) -> int | None:
+    """The last time at which the window holds one of the items `times` (ascending). A window
+    with a slide shows its latest close's content until its next close, so it holds its last
+    item up to last_close + β - 1; a count window never empties, and is taken to hold its items
+    until its last arrival only (else a finite replay would never end); a landmark holds
+    everything forever and prolongs nothing."""
+    if isinstance(window, TimeWindow):
+        width = duration_ticks(window.width)
+        if window.slide is None:  # (t - α, t] holds t_i while t_i <= t < t_i + α
+            return times[-1] + width - 1
+        close = last_close(window, times)
+        return None if close is None else close + duration_ticks(window.slide) - 1
+    if isinstance(window, LandmarkWindow):
+        return None
+    return times[-1]
+
+
+def close_at_or_before(window: Window, times: Sequence[int], t: int) -> int | None:
+    """The window's latest own close at or before t (as `closes_between` defines closes)."""
+    if isinstance(window, TimeWindow) and window.slide is not None:
+        step = duration_ticks(window.slide)
+        return (t // step) * step
+    if isinstance(window, LandmarkWindow):
+        return None
+    index = bisect_right(times, t)
+    return times[index - 1] if index else None
+
+
+def last_close_by(windows: Sequence[tuple[Window, Sequence[int]]], t: int) -> int | None:
+    """The latest close of any of the windows at or before t."""
+    closes = [close_at_or_before(window, times, t) for window, times in windows]
+    return max((c for c in closes if c is not None), default=None)
+
+
+def schedule_end(windows: Sequence[tuple[Window, Sequence[int]]]) -> int | None:
+    """The last evaluation time under window close: the last close of any window at which some
+    window still holds an item. At a close of one window every other window shows its content
+    at its own latest close (RSEP-QL Def. 3), so a 1 s-step window's closes go on while a
+    2 s-step window still holds its last item. None when no window ever holds an item."""
+    held = [held_until(window, times) for window, times in windows if times]
+    known = [h for h in held if h is not None]
+    return last_close_by(windows, max(known)) if known else None

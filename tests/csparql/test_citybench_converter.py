@@ -26,6 +26,8 @@ reads MeasureTime). Values are compared as numbers: Java and Python print double
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +36,7 @@ import pytest
 
 from bench.citybench import Repository, convert
 from tests.csparql.citybench import citybench
+from tests.paths import REPO
 
 SAMPLE = "http://www.insight-centre.org/dataset/SampleEventService#"
 SSN = "http://purl.oclc.org/NET/ssnx/ssn#"
@@ -166,3 +169,16 @@ def test_the_check_reads_the_rows_it_means():
         and citybench_values("AarhusTrafficData158355", zero)["EstimatedTime"][1] == -1.0
     )
     assert Path(citybench() / "dataset" / "SensorRepository.n3").is_file()
+
+
+def test_the_converter_runs_by_its_path_from_any_directory(tmp_path: Path):
+    """bench/README.md's command, run outside the repository: the same TriG as `convert`."""
+    stream = citybench() / "streams" / "AarhusTrafficData182955.stream"
+    window = ["--start", "2014-08-01T08:00:00", "--end", "2014-08-01T08:15:00"]
+    script = REPO / "bench" / "citybench.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(stream), *window], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == convert(stream, start=window[1], end=window[3])
+    assert done.stdout.count("generatedAtTime") == 3  # readings at 08:00, 08:05 and 08:10

@@ -23,7 +23,7 @@ from rsep.plugin.windows.functions import (
     time_based,
     to_ticks,
 )
-from rsep.plugin.windows.schedule import ContentChange, WindowClose
+from rsep.plugin.windows.schedule import ContentChange, WindowClose, schedule_end
 
 TIMES = [1, 2, 3, 5, 6, 8]
 
@@ -134,6 +134,53 @@ def test_window_close_merges_the_closes_of_every_window():
         (TimeWindow(seconds(3), seconds(3)), [to_ticks(2)]),
     ]
     assert all_points(WindowClose(windows, to_ticks(1))) == [to_ticks(t) for t in (2, 3, 4)]
+
+
+def test_a_short_step_window_closes_on_while_a_long_step_window_still_holds_an_item():
+    # (α 1, β 1) over [1, 2] holds its last item at its close 2; (α 10, β 2) over [3] at its
+    # closes 4 ... 12, and at 13 it still shows its close 12, (2, 12]: 13 is evaluated, 14 not.
+    windows = [
+        (TimeWindow(seconds(1), seconds(1)), [to_ticks(1), to_ticks(2)]),
+        (TimeWindow(seconds(10), seconds(2)), [to_ticks(3)]),
+    ]
+    assert all_points(WindowClose(windows, to_ticks(1))) == [to_ticks(t) for t in range(1, 14)]
+    assert schedule_end(windows) == to_ticks(13)
+
+
+def test_a_count_window_prolongs_the_schedule_to_its_last_arrival_only():
+    # The count window never empties; it holds its items up to its last arrival (9), where the
+    # time window's closes stop too although it shows the same 2 triples at 10, 11, ...
+    windows = [
+        (CountWindow(2), [to_ticks(t) for t in (1, 4, 9)]),
+        (TimeWindow(seconds(2), seconds(2)), [to_ticks(1)]),
+    ]
+    assert all_points(WindowClose(windows, to_ticks(1))) == [to_ticks(t) for t in (1, 2, 4, 6, 8, 9)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    streams=st.lists(st.lists(st.integers(0, 40), max_size=6).map(sorted), min_size=2, max_size=2),
+    shapes=st.lists(st.tuples(st.integers(1, 12), st.integers(1, 12)), min_size=2, max_size=2),
+)
+def test_window_close_runs_to_the_last_close_at_which_some_window_holds_an_item(streams, shapes):
+    """Against brute force over two time windows: ET is every close of either window from the
+    first event up to the last close at which either window's content (Def. 3) is not empty."""
+    if not any(streams):
+        return
+    windows = [
+        (TimeWindow(seconds(width), seconds(slide)), [to_ticks(t) for t in times])
+        for (width, slide), times in zip(shapes, streams, strict=True)
+    ]
+    first = min(times[0] for times in streams if times)
+    closes = sorted({k * slide for _, slide in shapes for k in range(0, 200) if first <= k * slide <= 150})
+    holding = [c for c in closes if any(holds(w, ticks, to_ticks(c)) for w, ticks in windows)]
+    last = max(holding, default=-1)
+    assert all_points(WindowClose(windows, to_ticks(first))) == [to_ticks(c) for c in closes if c <= last]
+
+
+def holds(window, ticks, t):
+    found = extent(window, ticks, t, 0)
+    return found.hi > found.lo
 
 
 def test_count_windows_close_at_each_arrival():

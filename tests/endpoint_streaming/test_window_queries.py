@@ -125,7 +125,9 @@ def evaluation_graphs(client, query_iri: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "case", [CSPARQL["aggregates-per-district"], CSPARQL["count-window"], CQELS["range-slide"]], ids=str
+    "case",
+    [CSPARQL["aggregates-per-district"], CSPARQL["count-window"], CSPARQL["two-steps"], CQELS["range-slide"]],
+    ids=str,
 )
 def test_evaluations_read_back_with_sparql_are_what_rsep_run_prints(app, case):
     load_case_kb(app, case)
@@ -282,3 +284,31 @@ def test_on_the_spark_engine_window_queries_run_in_process_next_to_it(spark, mak
     wait_for(caught_up(app))
     assert read_back(client, query["iri"]) == ordered(output(case.request()))
     assert client.get(f"/queries/{query['id']}").json["status"] == "running"
+
+
+def test_a_cqels_cep_sequence_before_an_update_joins_the_new_static_data_with_its_own_interval(app):
+    """CQELS-CEP eq. (17) labels D [t1, t] with t1 its last change; the endpoint gives an update
+    no stream time, so a sequence whose events all came before the update still joins what the
+    update added, at every evaluation made after it (3 and 4 are final only once 4 and the later
+    tick arrive); read back with the windows' bounds (-7, 3] and (-6, 4]."""
+    client = app.test_client()
+    ex = "http://example.org/"
+    body = f"PREFIX : <{ex}> INSERT DATA {{ GRAPH <{ex}static> {{ :v1 a :Subway }} }}"
+
+    def at(t: int, name: str, triple: str) -> GraphEvent:
+        return GraphEvent(f"{ex}s", f"<{ex}{name}>", Timestamp(float(t), str(t), True), triple)
+
+    text = f"""PREFIX : <{ex}>
+SELECT ?v FROM <{ex}static> FROM NAMED WINDOW :W ON <{ex}s> [RANGE 10s]
+WHERE {{ WINDOW :W {{ SEQ ({{?v :delayAt ?s}}, {{?v :delayAt ?s}}) }} ?v a :Subway . }}"""
+    query = register(client, text, base=ex).json
+    delay = f"<{ex}v1> <{ex}delayAt> <{ex}stop> .\n"
+    ingest(client, [at(1, "d1", delay), at(2, "d2", delay), at(3, "tick1", f"<{ex}x> <{ex}p> <{ex}y> .\n")])
+    wait_for(caught_up(app))
+    assert read_back(client, query["iri"]) == []  # v1 is no subway yet
+    response = client.post("/sparql", data=body, content_type="application/sparql-update")
+    assert response.status_code in (200, 204), response.get_data(as_text=True)
+    ingest(client, [at(4, "tick2", f"<{ex}x> <{ex}p> <{ex}z> .\n"), later_event([at(4, "t", "")])])
+    wait_for(caught_up(app))
+    rows = read_back(client, query["iri"])
+    assert rows == [{"start": s, "end": s + 10, "bindings": {"v": f"<{ex}v1>"}} for s in (-7, -6)]

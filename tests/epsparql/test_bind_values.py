@@ -121,6 +121,42 @@ def test_a_bind_between_seq_operands_keeps_the_policies_choices():
     assert rows(query, events, policy="recent") == [(2, 3, {"x": c, "z": d}), (1, 4, {"x": a, "z": e})]
 
 
+def test_values_rows_of_one_partial_match_are_all_reported_under_the_policies():
+    """The solutions that differ only in a VALUES row are built from the same inputs, so
+    they are one match (docs/semantics.md, "Selection and consumption policies"): each
+    policy reports both rows together, then consumes the inputs once."""
+    events = [(1.0, [(a, p, b)]), (2.0, [(b, q, c)]), (3.0, [(c, p, b)]), (4.0, [(b, q, d)])]
+    query = 'SELECT * WHERE { { ?x :p ?y VALUES ?lvl { UNDEF "hi" } } SEQ { ?y :q ?z } }'
+    hi = '"hi"'
+    expected = [
+        (1, 2, {"lvl": hi, "x": a, "y": b, "z": c}),
+        (1, 2, {"x": a, "y": b, "z": c}),
+        (3, 4, {"lvl": hi, "x": c, "y": b, "z": d}),
+        (3, 4, {"x": c, "y": b, "z": d}),
+    ]
+    assert rows(query, events, policy="chronological") == expected
+    assert rows(query, events, policy="recent") == expected
+    assert len(rows(query, events)) == 6  # unrestricted also pairs a p b with b q d
+
+
+def test_a_values_row_that_does_not_fit_moves_on_with_its_partial_match():
+    """The row ?z = :c cannot take b q d, the row ?z = :d can: the partial match (a p b) moves
+    on with it and is consumed, so the later b q c finds no partial match left."""
+    events = [(1.0, [(a, p, b)]), (2.0, [(b, q, d)]), (3.0, [(b, q, c)])]
+    query = "SELECT * WHERE { { ?x :p ?y VALUES ?z { :c :d } } SEQ { ?y :q ?z } }"
+    assert rows(query, events) == [(1, 2, {"x": a, "y": b, "z": d}), (1, 3, {"x": a, "y": b, "z": c})]
+    for policy in ("chronological", "recent"):
+        assert rows(query, events, policy=policy) == [(1, 2, {"x": a, "y": b, "z": d})]
+
+
+def test_union_branches_over_the_same_input_are_one_match_under_the_policies():
+    events = [(1.0, [(a, p, b)])]
+    query = "SELECT * WHERE { { ?x :p ?y BIND(1 AS ?u) } UNION { ?x :p ?y BIND(2 AS ?w) } }"
+    expected = [(1, 1, {"u": n(1), "x": a, "y": b}), (1, 1, {"w": n(2), "x": a, "y": b})]
+    for policy in (None, "chronological", "recent"):
+        assert rows(query, events, policy=policy) == expected
+
+
 # --------------------------------------------------------------------------- the compiled query
 
 

@@ -34,6 +34,10 @@ CSPARQL = {
     "count": f"SELECT * FROM STREAM <{S1}> [RANGE TRIPLES 3] WHERE {{ ?s ?p ?o }}",
     "two-streams": f"SELECT * FROM STREAM <{S1}> [RANGE 4s STEP 2s] FROM STREAM <{S2}> [RANGE TRIPLES 2] "
     "WHERE { ?s ?p ?o }",
+    "two-steps": f"SELECT * FROM STREAM <{S1}> [RANGE 1s STEP 1s] FROM STREAM <{S2}> [RANGE 5s STEP 2s] "
+    "WHERE { ?s ?p ?o }",
+    "two-steps-one-stream": f"SELECT * FROM STREAM <{S1}> [RANGE 1s STEP 2s] "
+    f"FROM STREAM <{S1}> [RANGE 7s STEP 3s] WHERE {{ ?s ?p ?o }}",
 }
 CQELS = {
     "range": f"SELECT * WHERE {{ STREAM <{S1}> [RANGE 3s] {{ ?s ?p ?o }} }}",
