@@ -35,6 +35,11 @@ def escape_string(text: str) -> str:
     return _NEEDS_ESCAPE.sub(_escape_char, text)
 
 
+def needs_escape(text: str) -> bool:
+    """Would `escape_string` change `text`?"""
+    return _NEEDS_ESCAPE.search(text) is not None
+
+
 def iri_nt(value: str) -> str:
     return f"<{value}>"
 

@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 from rsep.plugin.algebra.sparql import RDF_LANGSTRING, XSD, XSD_STRING
-from rsep.plugin.terms import escape_string
+from rsep.plugin.terms import escape_string, needs_escape
 
 from . import temporal
 from .decimals import EXACT, format_decimal
@@ -608,12 +608,48 @@ _STORED: Final[dict[str, tuple[str, Callable[[str], str | None]]]] = {
 """datatype IRI -> (the datatype Oxigraph stores it as, canonical lexical form or None)."""
 
 
+_STORED_ENDINGS: Final = tuple(f'"^^<{datatype}>' for datatype in _STORED)
+"""How a literal of a datatype in `_STORED` ends (its datatype IRIs hold no `"`)."""
+_XSD_STRING_ENDING: Final = f"^^<{XSD_STRING}>"
+
+
+def _kept_as_written(nt: str) -> str | None:
+    """`stored_nt` of the common terms, read off the text without parsing it (None: others):
+    IRIs, blank nodes, and literals with nothing to escape that are plain, xsd:string,
+    lower-case tagged or of a datatype Oxigraph does not encode. Reads `nt` as `parse_term`
+    does, so text that is not a term still reaches its error."""
+    first = nt[:1]
+    if first == "<":
+        return nt if nt[-1] == ">" else None
+    if first == "_":
+        return nt if nt.startswith("_:") else None
+    if first != '"' or nt.endswith(_STORED_ENDINGS):
+        return None
+    end = nt.rfind('"')
+    if end <= 0:
+        return None
+    tail = nt[end + 1 :]
+    kept: str | None
+    if not tail:
+        kept = nt
+    elif tail[0] == "@":
+        kept = nt if len(tail) > 1 and tail == tail.lower() else None
+    elif tail.startswith("^^<") and tail[-1] == ">":
+        kept = nt[: end + 1] if tail == _XSD_STRING_ENDING else nt
+    else:
+        return None
+    return None if kept is None or needs_escape(nt[1:end]) else kept
+
+
 @lru_cache(maxsize=1 << 12)
 def stored_nt(nt: str) -> str:
     """The N-Triples text Oxigraph gives back for a term it stored (see `_STORED`): what a
     term written in a query (VALUES, a BIND constant) or computed by BIND must be to join
     the stream's terms. A term Oxigraph gave back is its own stored form, so a BIND that
     copies a term passes it through unchanged. IRIs and blank nodes are kept as given."""
+    kept = _kept_as_written(nt)
+    if kept is not None:
+        return kept
     value = parse_term(nt)
     k = value.k
     if k in (IRI, BNODE):

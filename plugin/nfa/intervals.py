@@ -13,6 +13,7 @@ BINDs and VALUES among a state's filters extend the mapping instead
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -144,24 +145,55 @@ def _bind_step(check: IntervalBind) -> Extension:
     return extend
 
 
-def _values_step(check: IntervalValues) -> Extension:
-    """The run's mapping joined with each compatible row of the table."""
-    names = tuple(zip(check.variables, check.markers, strict=True))
+class _ValuesTable:
+    """VALUES as a step: the rows compatible with a run's mapping, found by hashing the rows on
+    the variables the mapping binds (an index per set of bound variables, built when first
+    needed); rows with UNDEF for one of them are checked one by one. Runs come in row order."""
 
-    def join(spans: Spans, mapping: dict[str, str]) -> list[dict[str, str]]:
-        out = []
+    def __init__(self, check: IntervalValues) -> None:
+        self.variables = tuple(dict.fromkeys(check.variables))
+        self.rows: list[tuple[dict[str, str | None], dict[str, str]]] = []
+        """Per row that binds each variable at most one way: its term per variable (None:
+        UNDEF) and what it adds to a mapping (terms, and "" for the markers of its UNDEFs)."""
+        self.indexes: dict[tuple[str, ...], tuple[dict[tuple[str | None, ...], list[int]], list[int]]] = {}
         for row in check.rows:
-            joined = dict(mapping)
-            for (var, marker), term in zip(names, row, strict=True):
+            terms: dict[str, str | None] = dict.fromkeys(self.variables)
+            added: dict[str, str] = {}
+            for var, marker, term in zip(check.variables, check.markers, row, strict=True):
                 if term is None:
-                    joined[marker] = ""
-                elif joined.setdefault(var, term) != term:
+                    added[marker] = ""
+                elif added.setdefault(var, term) != term:
                     break
+                else:
+                    terms[var] = term
             else:
-                out.append(joined)
-        return out
+                self.rows.append((terms, added))
 
-    return join
+    def _index(self, bound: tuple[str, ...]) -> tuple[dict[tuple[str | None, ...], list[int]], list[int]]:
+        """Rows by their terms for `bound`, and those with UNDEF for one of `bound`."""
+        by_terms: dict[tuple[str | None, ...], list[int]] = {}
+        undef = []
+        for position, (terms, _) in enumerate(self.rows):
+            key = tuple(terms[var] for var in bound)
+            if None in key:
+                undef.append(position)
+            else:
+                by_terms.setdefault(key, []).append(position)
+        self.indexes[bound] = by_terms, undef
+        return by_terms, undef
+
+    def __call__(self, spans: Spans, mapping: dict[str, str]) -> list[dict[str, str]]:
+        bound = tuple(var for var in self.variables if var in mapping)
+        by_terms, undef = self.indexes.get(bound) or self._index(bound)
+        hits: Iterable[int] = by_terms.get(tuple(mapping[var] for var in bound), ())
+        if undef:
+            fits = (
+                position
+                for position in undef
+                if all(self.rows[position][0][var] in (None, mapping[var]) for var in bound)
+            )
+            hits = heapq.merge(hits, fits)
+        return [{**mapping, **self.rows[position][1]} for position in hits]
 
 
 def _step(check: IntervalCheck) -> Extension:
@@ -169,7 +201,7 @@ def _step(check: IntervalCheck) -> Extension:
         return _filter_step(check)
     if isinstance(check, IntervalBind):
         return _bind_step(check)
-    return _values_step(check)
+    return _ValuesTable(check)
 
 
 class IntervalChecks:

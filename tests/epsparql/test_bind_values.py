@@ -11,6 +11,8 @@ import pytest
 from rsep.grammar import parse_event_query
 from rsep.plugin.algebra.printer import dump
 from rsep.plugin.compile.plan import compile_query
+from rsep.plugin.nfa.automaton import IntervalValues
+from rsep.plugin.nfa.intervals import IntervalChecks
 from tests.epsparql.harness import Event, run_rsep
 
 EX = "http://example.org/"
@@ -173,6 +175,44 @@ def test_a_duration_bound_under_a_bind_still_bounds_memory():
 def test_select_star_projects_bind_and_values_variables():
     text = P + "SELECT * WHERE { ?x :p ?y BIND(1 AS ?one) } VALUES ?tag { :t }"
     assert compile_query(parse_event_query(text)).output_vars == ("one", "tag", "x", "y")
+
+
+def test_a_values_step_joins_the_compatible_rows_in_row_order_whatever_the_run_binds():
+    """The table is hashed on the variables a run binds, the rows with UNDEF there are checked
+    one by one: a run gets its compatible rows in the table's order, UNDEF ones among them."""
+    text = P + "SELECT * WHERE { ?x :p ?y VALUES (?x ?k) { (:a 1) (UNDEF 2) (:c 3) (:a 4) (UNDEF UNDEF) } }"
+    spec = compile_query(parse_event_query(text)).automaton.states[0].interval
+    assert spec is not None and isinstance(spec.filters[0], IntervalValues)
+    undef_x, undef_k = spec.filters[0].markers
+    checks = IntervalChecks(spec)
+    spans = ((1.0, 1.0),)
+
+    def joined(mapping: dict[str, str]) -> list[dict[str, str]]:
+        return checks.extended(spans, mapping)
+
+    assert joined({"x": a, "y": b}) == [
+        {"x": a, "y": b, "k": n(1)},
+        {"x": a, "y": b, undef_x: "", "k": n(2)},
+        {"x": a, "y": b, "k": n(4)},
+        {"x": a, "y": b, undef_x: "", undef_k: ""},
+    ]
+    assert joined({"x": e, "y": b}) == [
+        {"x": e, "y": b, undef_x: "", "k": n(2)},
+        {"x": e, "y": b, undef_x: "", undef_k: ""},
+    ]
+    assert joined({"x": c, "k": n(3)}) == [{"x": c, "k": n(3)}, {"x": c, "k": n(3), undef_x: "", undef_k: ""}]
+    assert [row.get("x") for row in joined({"y": b})] == [a, None, c, a, None]
+
+
+def test_a_values_row_naming_a_variable_twice_binds_it_only_where_its_columns_agree():
+    """VALUES (?x ?x): a row whose two columns differ joins nothing; UNDEF in one takes the other."""
+    text = P + "SELECT * WHERE { ?x :p ?y VALUES (?x ?x) { (:a :a) (:a :b) (UNDEF :b) (UNDEF UNDEF) } }"
+    spec = compile_query(parse_event_query(text)).automaton.states[0].interval
+    assert spec is not None
+    checks = IntervalChecks(spec)
+    spans = ((1.0, 1.0),)
+    assert [row["x"] for row in checks.extended(spans, {"x": a, "y": c})] == [a, a]
+    assert [row.get("x") for row in checks.extended(spans, {"y": c})] == [a, b, None]
 
 
 def test_the_dump_shows_where_bind_and_values_apply():

@@ -206,6 +206,13 @@ AUDIT_CASES = [
     (f'"x"^^<{X}string>', '"x"'),
     ('"x"@EN-us', '"x"@en-us'),
     ('"a\\u00e9"', '"a\u00e9"'),
+    # kept as written unless something in the text is escaped or to escape
+    ('"caf\u00e9 \U0001f600"', '"caf\u00e9 \U0001f600"'),
+    ('"a\\tb"@en', '"a\\tb"@en'),
+    ('"\\u0009"', '"\\t"'),
+    ('"\\u0041"^^<http://example.org/t>', '"A"^^<http://example.org/t>'),
+    ('"x"^^<http://example.org/t>', '"x"^^<http://example.org/t>'),
+    (f'"x\\"y"^^<{X}string>', '"x\\"y"'),
 ]
 
 
