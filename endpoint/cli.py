@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from rsep.endpoint import settings
 from rsep.endpoint.replay import KbFile, RunRequest, StreamFile, render, run
 from rsep.plugin.algebra.events import ConsumptionPolicy
-from rsep.plugin.algebra.sparql import is_absolute_iri
 from rsep.plugin.compile.entailment import REGIMES
+from rsep.plugin.store.sparql_service import is_absolute_iri
 
 if TYPE_CHECKING:
     from flask import Flask

@@ -20,7 +20,6 @@ from rsep.endpoint.parameters import FORM, parameters, single
 from rsep.endpoint.streaming import Streaming, compile_text, streaming
 from rsep.grammar import DIALECTS
 from rsep.plugin.algebra.events import ConsumptionPolicy
-from rsep.plugin.algebra.sparql import is_absolute_iri
 from rsep.plugin.compile.automaton import CompileError
 from rsep.plugin.compile.entailment import REGIMES
 from rsep.plugin.compile.plan import QueryPlan
@@ -28,6 +27,7 @@ from rsep.plugin.service.engine import FAILED
 from rsep.plugin.service.listeners import Subscription
 from rsep.plugin.service.producers import ProducerError, produced_stream, registration_warnings
 from rsep.plugin.service.registry import RegisteredQuery
+from rsep.plugin.store.sparql_service import is_absolute_iri
 from rsep.plugin.windows.plan import WindowPlan
 
 bp = Blueprint("queries", __name__)

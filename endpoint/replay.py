@@ -362,7 +362,7 @@ def render(result: RunResult | WindowRun, output_format: str) -> str:
     if output_format == "srj":
         return result.srj()
     if isinstance(result, RunResult) and _interval_construct(result.plan.query):
-        return events_trig(derived_event(s, DERIVED_STREAM) for s in result.solutions)
+        return events_trig(derived_event(s, DERIVED_STREAM) for s in result.solutions if s.triples)
     if not isinstance(result, WindowRun) or result.plan.form is not Form.CONSTRUCT:
         raise UsageError(
             "--format trig writes graph events: the evaluations of a C-SPARQL or CQELS CONSTRUCT "

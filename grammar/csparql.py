@@ -44,7 +44,7 @@ from rsep.plugin.algebra.events import (
     Window,
     WindowElement,
 )
-from rsep.plugin.algebra.sparql import IRI, Expr, FunctionCall, GroupPattern, is_absolute_iri
+from rsep.plugin.algebra.sparql import IRI, Expr, FunctionCall, GroupPattern, has_scheme
 
 _UNITS = {
     "MS": TimeUnit.MILLISECONDS,
@@ -105,7 +105,7 @@ class CsparqlTransformer(WindowQueryForms):
         kind, token, *every = children
         name = self._iriref_text(token) if token.type.endswith("IRIREF") else str(token)
         iri = resolve_iri(self.base, name)
-        stream = iri if is_absolute_iri(iri) else None
+        stream = iri if has_scheme(iri) else None
         return _Register(Registration(kind, name, stream), every[0] if every else None)
 
     def register_kind(self, children: list[Token]) -> RegistrationKind:

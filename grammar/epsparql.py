@@ -294,18 +294,10 @@ class EpsparqlTransformer(SparqlTransformer):
             if any(isinstance(e, InlineData) for e in form.where.elements):
                 raise self.fail("a query takes one trailing VALUES clause", values)
             if isinstance(form.form, SelectForm):
-                self._check_values_projection(form.form, values)
+                names = frozenset(v.name for v in values.vars)
+                self.check_assigned(form.form.projection, names, "the trailing VALUES clause")
             form = replace(form, where=GroupPattern((*form.where.elements, values)))
         return replace(form, prologue=prologue)
-
-    def _check_values_projection(self, form: SelectForm, values: InlineData) -> None:
-        """SPARQL §18.2.1: `(expression AS ?v)` needs ?v out of scope, the trailing VALUES too."""
-        bound = {v.name for v in values.vars}
-        for item in form.projection or ():
-            if item.expr is not None and item.var.name in bound:
-                raise self.fail(
-                    f"?{item.var.name} is already in scope in the trailing VALUES clause", item.var
-                )
 
     def _check_trailing(self, values: InlineData, projection: tuple[Projection, ...] | None) -> None:
         if projection is not None:

@@ -475,6 +475,9 @@ class SparqlTransformer(Transformer_NonRecursive):  # type: ignore[type-arg]
 
     def finish_query(self, form: Any, prologue: Prologue, values: InlineData | None) -> Any:
         """Attach the prologue and the trailing VALUES ([2] keeps them outside the query form)."""
+        if values is not None and isinstance(form, SelectQuery):
+            names = frozenset(v.name for v in values.vars)
+            self.check_assigned(form.projection, names, "the trailing VALUES clause")
         return replace(form, prologue=prologue, values=values)
 
     def prologue(self, children: list[Any]) -> Prologue:
@@ -1051,15 +1054,20 @@ class SparqlTransformer(Transformer_NonRecursive):  # type: ignore[type-arg]
             if item.expr is not None and sum(other.var.name == item.var.name for other in items) > 1:
                 raise self.fail(f"?{item.var.name} is projected more than once", item.var)
 
+    def check_assigned(
+        self, projection: Sequence[Projection] | None, in_scope: frozenset[str], where: str
+    ) -> None:
+        """§18.2.1: the variable of `(expr AS ?v)` must not be in scope already (`where` says where)."""
+        for item in projection or ():
+            if item.expr is not None and item.var.name in in_scope:
+                raise self.fail(f"?{item.var.name} is already in scope in {where}", item.var)
+
     def check_projection(
         self, clause: SelectClause, where: GroupPattern, modifiers: SolutionModifiers
     ) -> None:
         """§18.2.4.1 and §11.4: `(expr AS ?v)` needs ?v out of scope of WHERE; with GROUP BY or
         aggregates, `*` is not allowed and plain projected variables must be grouping keys."""
-        in_where = self.scope(where)
-        for item in clause.projection or ():
-            if item.expr is not None and item.var.name in in_where:
-                raise self.fail(f"?{item.var.name} is already in scope in the WHERE clause", item.var)
+        self.check_assigned(clause.projection, self.scope(where), "the WHERE clause")
         if self._is_aggregated(clause, modifiers):
             self._check_grouped_projection(clause, modifiers)
 

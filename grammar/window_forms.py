@@ -12,7 +12,7 @@ from lark.visitors import v_args
 
 from rsep.grammar.sparql_transformer import QueryParts, SparqlTransformer
 from rsep.plugin.algebra.events import ConstructForm, EventQuery, SelectForm, SourcePosition
-from rsep.plugin.algebra.sparql import IRI, is_absolute_iri
+from rsep.plugin.algebra.sparql import IRI, has_scheme
 
 
 class WindowQueryForms(SparqlTransformer):
@@ -26,7 +26,7 @@ class WindowQueryForms(SparqlTransformer):
         """Oxigraph runs a window query's SPARQL without a base (rsep.plugin.windows.plan), so an
         IRI the query's BASE and the base it was given leave relative is refused where it stands."""
         found = super().iri(children)
-        if not is_absolute_iri(found.value):
+        if not has_scheme(found.value):
             raise self.fail(
                 f"<{found.value}> is a relative IRI and the query has no base: declare BASE <...> in "
                 "the query (or give a base: rsep run --base, POST /queries?base=)",

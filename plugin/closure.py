@@ -25,7 +25,7 @@ from rsep.plugin.events import GraphEvent
 from rsep.plugin.nfa import snapshot
 from rsep.plugin.nfa.runtime import Match, NfaState, Runtime
 from rsep.plugin.replay import GpmEvaluatorLike, Key, NumberedEvent, groups_by_key
-from rsep.plugin.results import Projector
+from rsep.plugin.results import Projector, graph_body, interval_start
 
 DERIVED_STREAM = "urn:rsep:derived"
 MAX_ROUNDS = 32
@@ -134,13 +134,13 @@ class Closure:
                 continue
             for match in matches:
                 triples = query.projector.construct(match)
-                start = min((self.events[i].begins for i in match.events), key=lambda t: t.seconds)
+                start = interval_start(match, [self.events[i] for i in match.events])
                 key = (triples, start.seconds)
                 if not triples or key in known or key in fresh:
                     continue
                 event_id = self._next_id
                 self._next_id += 1
-                ntriples = "".join(f"{s} {p} {o} .\n" for s, p, o in triples)
+                ntriples = graph_body(triples)
                 event = GraphEvent(
                     DERIVED_STREAM, f"<urn:rsep:derived:{event_id}>", at.event.time, ntriples, start
                 )

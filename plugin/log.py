@@ -56,8 +56,14 @@ def _encode(event: GraphEvent) -> list[object]:
     the start's seconds and lexical form after them (of the end's kind): logs written before
     intervals, six fields per event, read the same."""
     time = event.time
-    fields: list[object] = [event.stream, event.name, time.seconds, time.lexical, time.numeric]
-    fields.append(event.ntriples)
+    fields: list[object] = [
+        event.stream,
+        event.name,
+        time.seconds,
+        time.lexical,
+        time.numeric,
+        event.ntriples,
+    ]
     if event.start is not None:
         fields += [event.start.seconds, event.start.lexical]
     return fields

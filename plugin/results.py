@@ -215,12 +215,17 @@ def interval_start(match: Match, events: Sequence[Stamped]) -> Timestamp:
     return events[0].time  # not reached: the start is one of its events' times
 
 
+def graph_body(triples: Iterable[tuple[str, str, str]]) -> str:
+    """Constructed triples as the N-Triples body of one graph event."""
+    return "".join(f"{s} {p} {o} .\n" for s, p, o in triples)
+
+
 def derived_event(solution: Solution, stream: str) -> GraphEvent:
     """A CONSTRUCT match as one graph event of `stream` spanning the match's interval (EP-SPARQL's
     Q-closure, §4.2, as a file holds it: `prov:startedAtTime` when it starts before it ends),
     named after the match."""
     assert solution.triples is not None
-    body = "".join(f"{s} {p} {o} .\n" for s, p, o in solution.triples)
+    body = graph_body(solution.triples)
     end = solution.events[-1].time
     start = match_start(solution)
     return GraphEvent(stream, f"<urn:rsep:derived:{match_label(solution.match)}>", end, body, start)

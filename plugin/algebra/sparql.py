@@ -135,7 +135,7 @@ class IRI(Node):
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
-def is_absolute_iri(iri: str) -> bool:
+def has_scheme(iri: str) -> bool:
     """Does `iri` start with a scheme (RFC 3986 §3.1)? A reference without one stays relative when
     the query has no base to resolve it against."""
     return _SCHEME.match(iri) is not None

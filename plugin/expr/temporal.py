@@ -129,11 +129,11 @@ def fields(value: Temporal) -> tuple[int, int, int, int, int, Seconds]:
 
 _YEAR = r"(-?)([0-9]{4,})"
 _TIME = r"([0-9]{2}):([0-9]{2}):([0-9]{2}(?:\.[0-9]+)?)"
-_TZ = r"(Z|[+-][0-9]{2}:[0-9]{2})?"
+TZ = r"(Z|[+-][0-9]{2}:[0-9]{2})?"
 _LEXICAL: Final = (
-    re.compile(rf"{_YEAR}-([0-9]{{2}})-([0-9]{{2}})T{_TIME}{_TZ}"),
-    re.compile(rf"{_YEAR}-([0-9]{{2}})-([0-9]{{2}}){_TZ}"),
-    re.compile(rf"{_TIME}{_TZ}"),
+    re.compile(rf"{_YEAR}-([0-9]{{2}})-([0-9]{{2}})T{_TIME}{TZ}"),
+    re.compile(rf"{_YEAR}-([0-9]{{2}})-([0-9]{{2}}){TZ}"),
+    re.compile(rf"{_TIME}{TZ}"),
 )
 
 

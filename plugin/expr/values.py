@@ -452,7 +452,7 @@ def parse_term(nt: str) -> Value:
 # datatype it encodes natively comes back in that type's canonical form when its own parser reads
 # the lexical form, and exactly as written otherwise; every other literal comes back as written.
 
-_I64: Final = (-(2**63), 2**63 - 1)
+_I64: Final = (-(2**63), 2**63 - 1)  # Oxigraph keeps an xsd:integer in an i64 (= xsd:long)
 _I128: Final = (-(2**127), 2**127 - 1)
 _DECIMAL_SCALE: Final = 18
 """Oxigraph's xsd:decimal is an i128 count of 10^-18."""
@@ -460,7 +460,7 @@ _RUST_FLOAT: Final = re.compile(
     r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:inf|infinity|nan))"
 )
 """What Rust's `f64::from_str` (Oxigraph's float/double parser) accepts: `inf` and `nan` too."""
-_TZ_LEX: Final = r"(Z|[+-][0-9]{2}:[0-9]{2})?"
+_TZ_LEX: Final = temporal.TZ
 _GREGORIAN: Final[dict[str, tuple[re.Pattern[str], str, Callable[[str], str]]]] = {
     XSD + "gYear": (re.compile(r"(-?[0-9]{4,})" + _TZ_LEX), "{0}-01-01", lambda d: d[:-6]),
     XSD + "gYearMonth": (re.compile(r"(-?[0-9]{4,})-([0-9]{2})" + _TZ_LEX), "{0}-{1}-01", lambda d: d[:-3]),

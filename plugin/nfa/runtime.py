@@ -230,6 +230,7 @@ class Runtime:
         alive = [r for r in runs if self._alive(spec, r, group.rank, group.time)]
         order = sorted(alive, key=run_age, reverse=self._recent)
         taken: set[int] = set()
+        forks: dict[object, list[Run]] | None = None
         # inputs at one timestamp are taken in arrival order, whatever order the GPM stage
         # returned its rows in (Oxigraph's is unspecified; Spark's shuffle keeps none)
         candidates = self._candidates.matches(spec.atom, group, step.cache)
@@ -249,20 +250,23 @@ class Runtime:
                     if held is not None:
                         step.takers.update(dict.fromkeys(cand.units, held))
                         step.moved.add(held)
-                    if self._marked:  # only VALUES forks a run into several with its inputs
-                        self._take_with_forks(spec, run, order, cand, taken, step)
+                    if self._marked:  # BIND/VALUES fork a run into several with its inputs
+                        if forks is None:
+                            forks = {}
+                            for each in order:
+                                forks.setdefault(each.units, []).append(each)
+                        self._take_with_forks(spec, run, forks.get(run.units or (), []), cand, taken, step)
                     break
         return [r for r in alive if id(r) not in taken]
 
     def _take_with_forks(
-        self, spec: State, run: Run, order: list[Run], cand: Candidate, taken: set[int], step: Step
+        self, spec: State, run: Run, same: list[Run], cand: Candidate, taken: set[int], step: Step
     ) -> None:
-        """The other runs holding exactly `run`'s inputs (VALUES rows, UNION branches of one
-        solution) are the same partial match: each takes `cand` where it fits, and all move on
+        """The other runs holding exactly `run`'s inputs (`same`: VALUES rows, UNION branches of
+        one solution) are the same partial match: each takes `cand` where it fits, and all move on
         with it (docs/semantics.md, "Selection and consumption policies")."""
-        held = run.units or ()
-        for fork in order:
-            if id(fork) in taken or fork.units != held or fork.mapping == run.mapping:
+        for fork in same:
+            if id(fork) in taken or fork.mapping == run.mapping:
                 continue
             taken.add(id(fork))
             joined = checked(cand, without(fork.mapping, spec.rebind))

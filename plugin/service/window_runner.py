@@ -47,7 +47,7 @@ from rsep.plugin.service.window_graphs import EvaluationGraph, evaluation_graph
 from rsep.plugin.windows.functions import first_needed, to_ticks
 from rsep.plugin.windows.plan import Form, WindowPlan
 from rsep.plugin.windows.runtime import Evaluation, StreamContent, StreamItem, WindowEvaluator, WindowReplay
-from rsep.plugin.windows.schedule import ContentChange, Schedule, WindowClose, held_until, last_close_by
+from rsep.plugin.windows.schedule import ContentChange, Schedule, WindowClose, last_close_by, latest_held
 
 SNAPSHOT_KIND = "rsep-window-runner"
 SNAPSHOT_VERSION = 1
@@ -209,14 +209,11 @@ class WindowRunner:
         """`end` is `schedule_end` over every item read, which new items can only move on: to
         the last close (of any window, over the kept arrivals) up to the latest time a window
         holds one of the fresh items. The dropped items are held by no window after `done`."""
-        held = [
-            held_until(spec.window, times) for spec in self.plan.windows if (times := fresh.get(spec.stream))
-        ]
-        known = [h for h in held if h is not None]
-        if not known:
+        held = latest_held([(spec.window, fresh.get(spec.stream, [])) for spec in self.plan.windows])
+        if held is None:
             return
         windows = [(spec.window, self._streams[spec.stream].times) for spec in self.plan.windows]
-        close = last_close_by(windows, max(known))
+        close = last_close_by(windows, held)
         if close is not None and (self.state.end is None or close > self.state.end):
             self.state.end = close
 

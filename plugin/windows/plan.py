@@ -65,7 +65,7 @@ from rsep.plugin.algebra.sparql import (
     SelectQuery,
     Term,
     Var,
-    is_absolute_iri,
+    has_scheme,
 )
 from rsep.plugin.compile.automaton import CompileError
 from rsep.plugin.compile.entailment import entail_window_pattern
@@ -320,10 +320,11 @@ def _outside_internal_graphs(where: GroupPattern, graphs: tuple[str, ...]) -> Gr
 
 
 def _check_absolute(query: EventQuery) -> None:
-    """Oxigraph runs the generated query without a base, so every IRI must be absolute."""
+    """Oxigraph runs the generated query without a base, so every IRI must be absolute. The grammar
+    refuses a relative IRI where it is written; this guards queries built without parsing."""
     iris = [node.value for node in walk((query.form, query.where, query.modifiers)) if isinstance(node, IRI)]
     for iri in [*iris, *query.static_graphs, *(s.iri for s in query.streams)]:
-        if not is_absolute_iri(iri):
+        if not has_scheme(iri):
             raise WindowPlanError(f"<{iri}> is a relative IRI: declare a BASE <...> in the query")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from rsep.plugin.algebra.events import ConstructForm, NowWindow, ReportPolicy, TimeWindow, Window
 from rsep.plugin.events import GraphEvent, Timestamp
@@ -126,6 +126,9 @@ class WindowReplay:
         """`scope` names the query in the blank nodes of its CONSTRUCT results (ConstructTemplate)."""
         self.plan = plan
         self.evaluator = evaluator
+        self._versioned = isinstance(evaluator, VersionedEvaluator)
+        self._clipping = plan.cep is not None and isinstance(evaluator, ClippingEvaluator)
+        """Fixed for the replay's life: runtime-checkable Protocol checks are slow per evaluation."""
         form = plan.query.form
         self.template = ConstructTemplate(form.template, scope) if isinstance(form, ConstructForm) else None
         self._last: tuple[tuple[tuple[int | None, int], ...], Answer] | None = None
@@ -188,16 +191,15 @@ class WindowReplay:
         """The evaluator's answer over the windows' contents, reused while they do not change."""
         key: tuple[tuple[int | None, int], ...]
         key = tuple((e.lo + s.base, e.hi + s.base) for e, (_, s) in zip(extents, windows, strict=True))
-        if isinstance(self.evaluator, VersionedEvaluator):
-            key += ((self.evaluator.knowledge_version, 0),)
-        clipping = self.plan.cep is not None and isinstance(self.evaluator, ClippingEvaluator)
+        if self._versioned:
+            key += ((cast(VersionedEvaluator, self.evaluator).knowledge_version, 0),)
+        clipping = self._clipping
         bounds = clip_bounds([w for w, _ in windows], extents) if clipping else ()
         key += bounds
         if self._last is None or self._last[0] != key:
             contents = [stream.items[e.lo : e.hi] for e, (_, stream) in zip(extents, windows, strict=True)]
             if clipping:
-                assert isinstance(self.evaluator, ClippingEvaluator)
-                self._last = (key, self.evaluator.evaluate_within(contents, bounds))
+                self._last = (key, cast(ClippingEvaluator, self.evaluator).evaluate_within(contents, bounds))
             else:
                 self._last = (key, self.evaluator.evaluate(contents))
         return self._last[1]

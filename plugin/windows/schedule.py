@@ -164,6 +164,11 @@ def schedule_end(windows: Sequence[tuple[Window, Sequence[int]]]) -> int | None:
     window still holds an item. At a close of one window every other window shows its content
     at its own latest close (RSEP-QL Def. 3), so a 1 s-step window's closes go on while a
     2 s-step window still holds its last item. None when no window ever holds an item."""
+    held = latest_held(windows)
+    return None if held is None else last_close_by(windows, held)
+
+
+def latest_held(windows: Sequence[tuple[Window, Sequence[int]]]) -> int | None:
+    """The latest time one of the windows holds one of its items (`held_until`), if any."""
     held = [held_until(window, times) for window, times in windows if times]
-    known = [h for h in held if h is not None]
-    return last_close_by(windows, max(known)) if known else None
+    return max((h for h in held if h is not None), default=None)
