@@ -19,11 +19,11 @@ import time
 from dataclasses import replace
 
 from rsep.grammar import parse_event_query
-from rsep.plugin.compile.plan import QueryPlan, compile_query
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.compile.query_plan import QueryPlan, compile_query
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.replay import NumberedEvent, Replay, number_events
-from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
 
 EX = "http://example.org/"
 INTEGER = "<http://www.w3.org/2001/XMLSchema#integer>"

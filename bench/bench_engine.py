@@ -54,7 +54,7 @@ from bench.common import (
     stock,
     without_sharing,
 )
-from rsep.plugin.compile.plan import QueryPlan
+from rsep.plugin.compile.query_plan import QueryPlan
 
 REPEAT_BUDGET = 15.0
 """Wall-clock seconds per engine after which a measurement is not repeated."""
@@ -117,7 +117,7 @@ def spark_run(plan: QueryPlan, events: Sequence[Any], master: str) -> tuple[tupl
     for the JVM's first compilations; the second one is timed."""
     from rsep.plugin.spark.session import get_session
     from rsep.plugin.spark.stage import SparkReplay
-    from rsep.plugin.store.gpm import KnowledgeBase
+    from rsep.plugin.store.gpm_stage import KnowledgeBase
 
     stage = SparkReplay(plan, KnowledgeBase(), get_session(master))
     stage.run(events)

@@ -57,14 +57,14 @@ from rsep.grammar import parse_event_query
 from rsep.plugin.algebra.events import EventQuery, MatchElement
 from rsep.plugin.algebra.sparql import GroupPattern
 from rsep.plugin.compile.entailment import Mechanism, entail_pattern
-from rsep.plugin.compile.plan import QueryPlan, compile_query, event_pattern_of
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.compile.query_plan import QueryPlan, compile_query, event_pattern_of
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.replay import NumberedEvent, Replay, number_events
-from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows
 from rsep.plugin.windows import plan_windows
-from rsep.plugin.windows.plan import WindowPlan
-from rsep.plugin.windows.runtime import Answer, Evaluation, StreamItem, WindowReplay
+from rsep.plugin.windows.window_plan import WindowPlan
+from rsep.plugin.windows.window_replay import Answer, Evaluation, StreamItem, WindowReplay
 
 P = "http://example.org/plants#"
 ROOT = P + "Tracheobionta"

@@ -36,10 +36,10 @@ from rsep.plugin.algebra.sparql import (
     Literal,
     Var,
 )
+from rsep.plugin.algebra.terms import literal_nt
 from rsep.plugin.expr import closures, compile_filter
 from rsep.plugin.expr.closures import MEMO_SIZE
 from rsep.plugin.expr.values import parse_term
-from rsep.plugin.terms import literal_nt
 
 Solution = Mapping[str, str]
 

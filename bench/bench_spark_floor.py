@@ -1,7 +1,7 @@
 """The latency floor of a Spark micro-batch on this machine: what the Spark streaming engine's
 ingest-to-visible latency cannot go below, whatever rsep does inside the batch.
 
-It runs, on the engine's own session settings (`plugin/spark/streaming.ENGINE_CONF`: RocksDB
+It runs, on the engine's own session settings (`plugin/spark/streaming_engine.ENGINE_CONF`: RocksDB
 state store, no data-less batches) and `local[2]`, trivial streaming jobs of the engine's shape
 with nothing of rsep inside:
 
@@ -38,7 +38,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from rsep.plugin.spark.session import get_session
-from rsep.plugin.spark.streaming import ENGINE_CONF
+from rsep.plugin.spark.streaming_engine import ENGINE_CONF
 
 COUNTER_OPTION = "counter"
 

@@ -40,9 +40,9 @@ from typing import Any
 import pyoxigraph as ox
 
 from rsep.grammar import parse_event_query
-from rsep.plugin.compile.gpm import EVENT_GRAPH_PREFIX
-from rsep.plugin.compile.plan import QueryPlan, compile_query
-from rsep.plugin.events import GraphEvent
+from rsep.plugin.compile.gpm_plan import EVENT_GRAPH_PREFIX
+from rsep.plugin.compile.query_plan import QueryPlan, compile_query
+from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.store.rdfio import batch_nquads
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,7 +54,7 @@ BASELINE_REV = "12ba939d792f45766be8f6ce155f9fe347563211"
 
 ENGINE_MODULES = (
     "rsep.plugin.store.rdfio",
-    "rsep.plugin.store.gpm",
+    "rsep.plugin.store.gpm_stage",
     "rsep.plugin.nfa.runs",
     "rsep.plugin.nfa.outcomes",
     "rsep.plugin.nfa.candidates",
@@ -217,7 +217,7 @@ class Engine:
 
     @property
     def gpm(self) -> Any:
-        return self.modules["rsep.plugin.store.gpm"]
+        return self.modules["rsep.plugin.store.gpm_stage"]
 
     @property
     def replay(self) -> Any:

@@ -14,7 +14,7 @@ from typing import Any
 
 from flask import Flask
 
-from rsep.endpoint import errors, queries, resources, sparql, store_protocol, streams, ui
+from rsep.endpoint import http_errors, queries, resources, sparql_protocol, store_protocol, streams, ui
 
 DEFAULTS: dict[str, Any] = {
     "RSEP_DATA_DIR": "rsep-data",
@@ -37,8 +37,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         app.config.update(config)
     Path(app.config["RSEP_DATA_DIR"]).mkdir(parents=True, exist_ok=True)
     resources.init_app(app)
-    errors.init_app(app)
-    sparql.init_app(app)
+    http_errors.init_app(app)
+    sparql_protocol.init_app(app)
     store_protocol.init_app(app)
     streams.init_app(app)
     queries.init_app(app)

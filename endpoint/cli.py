@@ -27,7 +27,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from rsep.endpoint import settings
-from rsep.endpoint.replay import KbFile, RunRequest, StreamFile, render, run
+from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, render, run
 from rsep.plugin.algebra.events import ConsumptionPolicy
 from rsep.plugin.compile.entailment import REGIMES
 from rsep.plugin.store.sparql_service import is_absolute_iri

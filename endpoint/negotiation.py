@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from flask import request
 
-from rsep.endpoint.errors import BadRequest, NotAcceptable
+from rsep.endpoint.http_errors import BadRequest, NotAcceptable
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "application/sparql-results+json": ("application/json",),

@@ -12,7 +12,7 @@ from urllib.parse import unquote_to_bytes
 from flask import request
 from werkzeug.datastructures import CombinedMultiDict, MultiDict
 
-from rsep.endpoint.errors import BadRequest
+from rsep.endpoint.http_errors import BadRequest
 
 FORM = "application/x-www-form-urlencoded"
 

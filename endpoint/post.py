@@ -17,8 +17,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
-from rsep.endpoint.replay import StreamFile
-from rsep.plugin.events import GraphEvent
+from rsep.endpoint.run_command import StreamFile
+from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.replay import number_events
 from rsep.plugin.store.rdfio import read_event_file
 

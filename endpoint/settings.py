@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 ENGINE_NAMES = ("spark", "inprocess")
-"""The names of `rsep.endpoint.streaming.ENGINES` (a test holds them equal)."""
+"""The names of `rsep.endpoint.engines.ENGINES` (a test holds them equal)."""
 
 
 def _engine(text: str) -> str:

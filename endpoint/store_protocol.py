@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from flask import Blueprint, Flask, Response, request
 
-from rsep.endpoint.errors import BadRequest, NotFound, UnsupportedMediaType
+from rsep.endpoint.http_errors import BadRequest, NotFound, UnsupportedMediaType
 from rsep.endpoint.negotiation import canonical, content_type, negotiate_request, parse_content_type
 from rsep.endpoint.resources import resources
 from rsep.plugin.store import sparql_service

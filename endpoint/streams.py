@@ -25,10 +25,10 @@ from datetime import UTC, datetime
 import pyoxigraph as ox
 from flask import Blueprint, Flask, Response, jsonify, request
 
-from rsep.endpoint import streaming as streaming_setup
-from rsep.endpoint.errors import BadRequest, UnsupportedMediaType
-from rsep.endpoint.streaming import Streaming, streaming
-from rsep.plugin.events import Timestamp
+from rsep.endpoint import engines as streaming_setup
+from rsep.endpoint.engines import Streaming, streaming
+from rsep.endpoint.http_errors import BadRequest, UnsupportedMediaType
+from rsep.plugin.graph_events import Timestamp
 from rsep.plugin.log import MixedTimeError, OutOfOrderError
 from rsep.plugin.store.rdfio import MEDIA_TYPES, DataError, parse_events, payload_timestamp_position
 

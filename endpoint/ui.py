@@ -6,7 +6,7 @@ offline. It runs SPARQL queries and updates (`/sparql`), loads RDF data (`/store
 event queries (`/queries`), ingests events (`/streams`), lists the registered queries with their
 counts, and shows a query's matches as they arrive (`/queries/{id}/events`, Server-Sent Events).
 
-The page and the static files are exempt from the bearer-token check (`errors.check_token`):
+The page and the static files are exempt from the bearer-token check (`http_errors.check_token`):
 the token is typed into the page, kept in the browser's localStorage, and sent by the page's
 requests as `Authorization: Bearer`.
 """

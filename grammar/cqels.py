@@ -59,7 +59,7 @@ from rsep.plugin.algebra.events import (
     Window,
     WindowElement,
 )
-from rsep.plugin.algebra.nested import PathSelf
+from rsep.plugin.algebra.nested_paths import PathSelf
 from rsep.plugin.algebra.sparql import (
     IRI,
     GroupPattern,

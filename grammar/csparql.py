@@ -202,7 +202,7 @@ class CsparqlTransformer(WindowQueryForms):
 
 def checked_duration(transformer: SparqlTransformer, token: Token, clause: str) -> Duration:
     """A window's width or slide, or a report period: windows count time in whole microseconds
-    (rsep.plugin.windows.functions), so one that rounds to none is refused at the duration."""
+    (rsep.plugin.windows.window_functions), so one that rounds to none is refused at the duration."""
     duration = parse_duration(token)
     if duration.ticks <= 0:
         raise transformer.fail(

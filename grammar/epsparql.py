@@ -15,7 +15,7 @@ fold left: BIND -> EventBind over the group's patterns written before it
 join with a static table, applied with the next OPTIONAL, BIND or the end of
 the group, so the triple patterns around it stay one join group); a BIND
 written before any pattern reads only the VALUES and BINDs before it; a
-trailing VALUES clause joins the whole WHERE (compile/plan.py, after its
+trailing VALUES clause joins the whole WHERE (compile/query_plan.py, after its
 FILTERs). Neither adds a triple occurrence: what would join only them (a
 group of VALUES, an OPTIONAL after nothing else) has no interval and is
 refused at them. `GRAPH <kb> {...}` blocks at the top level read the

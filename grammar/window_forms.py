@@ -23,7 +23,7 @@ class WindowQueryForms(SparqlTransformer):
         raise NotImplementedError
 
     def iri(self, children: list[Token]) -> IRI:
-        """Oxigraph runs a window query's SPARQL without a base (rsep.plugin.windows.plan), so an
+        """Oxigraph runs a window query's SPARQL without a base (rsep.plugin.windows.window_plan), so an
         IRI the query's BASE and the base it was given leave relative is refused where it stands."""
         found = super().iri(children)
         if not has_scheme(found.value):

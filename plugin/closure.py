@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rsep.plugin.algebra.events import ConstructForm
-from rsep.plugin.compile.plan import QueryPlan
-from rsep.plugin.events import GraphEvent
+from rsep.plugin.compile.query_plan import QueryPlan
+from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.nfa import snapshot
 from rsep.plugin.nfa.runtime import Match, NfaState, Runtime
 from rsep.plugin.replay import GpmEvaluatorLike, Key, NumberedEvent, groups_by_key

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 
 SEGMENT_SIZE = 50_000
 

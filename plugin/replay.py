@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Protocol
 
-from rsep.plugin.compile.plan import QueryPlan
-from rsep.plugin.events import GraphEvent
+from rsep.plugin.compile.query_plan import QueryPlan
+from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.nfa.runtime import Group, Match, NfaState, Runtime
 
 Key = tuple[str, ...]

@@ -27,11 +27,11 @@ from rsep.plugin.algebra.sparql import (
     TriplePattern,
     Var,
 )
-from rsep.plugin.compile.plan import QueryPlan
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.algebra.terms import nt_to_term, term_to_nt
+from rsep.plugin.compile.query_plan import QueryPlan
 from rsep.plugin.expr import ExprError, compile_expr
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa.runtime import Match
-from rsep.plugin.terms import nt_to_term, term_to_nt
 
 
 @dataclass(frozen=True, slots=True)

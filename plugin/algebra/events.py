@@ -50,7 +50,7 @@ EP-SPARQL's getDURATION(), getSTARTTIME(), getENDTIME() (§4.1)."""
 
 TICKS_PER_SECOND = 1_000_000
 """Windows count time in integer microseconds, so that their arithmetic is exact
-(rsep.plugin.windows.functions)."""
+(rsep.plugin.windows.window_functions)."""
 
 
 # --------------------------------------------------------------------------- policies

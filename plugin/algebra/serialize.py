@@ -3,7 +3,7 @@
 `to_sparql(node)` prints any node (a query, a group pattern or one of its elements, an
 expression, a path, a term) as text that `rsep.grammar` parses back into an equal tree and that
 Oxigraph accepts: IRIs in full (`<...>`, no prefixes needed), literals escaped as in
-`rsep.plugin.terms`, parentheses wherever precedence or associativity would otherwise change the
+`rsep.plugin.algebra.terms`, parentheses wherever precedence or associativity would otherwise change the
 tree (`(a || b) && c`, `a - (b - c)`, `(<p>/<q>)*`).
 
 The printer is iterative: each node expands into a list of parts (text, layout marks, nodes, or
@@ -78,7 +78,7 @@ from rsep.plugin.algebra.sparql import (
 from rsep.plugin.algebra.sparql import (
     UNBOUNDED_ARITY as _UNBOUNDED,
 )
-from rsep.plugin.terms import escape_string
+from rsep.plugin.algebra.terms import escape_string
 
 
 class _Layout(Enum):

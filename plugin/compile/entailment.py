@@ -96,7 +96,7 @@ from rsep.plugin.algebra.sparql import (
     Var,
     VarOrTerm,
 )
-from rsep.plugin.compile.automaton import CompileError
+from rsep.plugin.compile.nfa_compiler import CompileError
 
 RDFS = "http://www.w3.org/2000/01/rdf-schema#"
 SUBCLASS_OF = RDFS + "subClassOf"
@@ -127,7 +127,7 @@ class Mechanism(Enum):
 class BackgroundLookup(GroupPattern):
     """A group over the knowledge base's default graph, evaluated once per knowledge-base version
     and hash-joined into a GPM's solutions on the variables it shares with them: a table, not a
-    part of the event query. Only the GPM planner reads it (rsep.plugin.compile.gpm.Lookup)."""
+    part of the event query. Only the GPM planner reads it (rsep.plugin.compile.gpm_plan.Lookup)."""
 
 
 def check_regime(regime: str) -> None:
@@ -447,7 +447,7 @@ def is_blank_node_var(name: str) -> bool:
 
 def _observed(group: GroupPattern, top: bool) -> frozenset[str]:
     """Variables read by elements that a lookup joined afterwards would not commute with:
-    OPTIONAL, MINUS, BIND, and FILTERs other than the GPM's own (rsep.plugin.compile.gpm places
+    OPTIONAL, MINUS, BIND, and FILTERs other than the GPM's own (rsep.plugin.compile.gpm_plan places
     those after the lookups when they read what a lookup binds)."""
     found: set[str] = set()
     for element in group.elements:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any, cast
 
 from rsep.plugin.algebra.events import RSEP
-from rsep.plugin.algebra.nested import PathSelf
+from rsep.plugin.algebra.nested_paths import PathSelf
 from rsep.plugin.algebra.serialize import to_sparql
 from rsep.plugin.algebra.sparql import (
     BGP,

@@ -51,10 +51,10 @@ threads. Each distinct N-Triples term is parsed once (memoised), and a pure
 sub-expression of a single variable is computed once per distinct term.
 """
 
-from .closures import MEMO_SIZE
-from .compile import compile_expr, compile_filter, compile_value
-from .errors import ExprError, UnsupportedExpression
-from .values import stored_nt
+from rsep.plugin.expr.closures import MEMO_SIZE
+from rsep.plugin.expr.compile import compile_expr, compile_filter, compile_value
+from rsep.plugin.expr.errors import ExprError, UnsupportedExpression
+from rsep.plugin.expr.values import stored_nt
 
 __all__ = [
     "MEMO_SIZE",

@@ -15,11 +15,10 @@ from decimal import Decimal
 from typing import Final
 
 from rsep.plugin.algebra.sparql import XSD_STRING
-
-from . import temporal
-from .decimals import EXACT
-from .errors import ExprError
-from .values import (
+from rsep.plugin.expr import temporal
+from rsep.plugin.expr.decimals import EXACT
+from rsep.plugin.expr.errors import ExprError
+from rsep.plugin.expr.values import (
     BNODE,
     BOOLEAN,
     DATE,

@@ -15,10 +15,9 @@ from functools import lru_cache
 from typing import Final
 
 from rsep.plugin.algebra.sparql import IRI, BinaryOp, Expr, FunctionCall, In, Literal, UnaryOp, Var
-
-from .errors import ExprError
-from .operators import EQUAL, GREATER, LESS, compare, equals
-from .values import FALSE, TRUE, Value, parse_term
+from rsep.plugin.expr.errors import ExprError
+from rsep.plugin.expr.operators import EQUAL, GREATER, LESS, compare, equals
+from rsep.plugin.expr.values import FALSE, TRUE, Value, parse_term
 
 Solution = Mapping[str, str]
 Evaluator = Callable[[Solution], Value]

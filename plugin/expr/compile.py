@@ -35,9 +35,8 @@ from rsep.plugin.algebra.sparql import (
     UnaryOp,
     Var,
 )
-
-from . import casts, functions, operators, temporal
-from .closures import (
+from rsep.plugin.expr import builtins, casts, operators, temporal
+from rsep.plugin.expr.closures import (
     NO_SOLUTION,
     Compiled,
     Evaluator,
@@ -55,9 +54,19 @@ from .closures import (
     memoize_value,
     variable,
 )
-from .errors import ExprError, UnsupportedExpression
-from .operators import ebv
-from .values import DATETIME, DOUBLE, XSD_DATETIME, XSD_DOUBLE, Value, bnode, iri, string, typed_literal
+from rsep.plugin.expr.errors import ExprError, UnsupportedExpression
+from rsep.plugin.expr.operators import ebv
+from rsep.plugin.expr.values import (
+    DATETIME,
+    DOUBLE,
+    XSD_DATETIME,
+    XSD_DOUBLE,
+    Value,
+    bnode,
+    iri,
+    string,
+    typed_literal,
+)
 
 _ARITHMETIC: Final[dict[str, Callable[[Value, Value], Value]]] = {
     "+": operators.add,
@@ -202,7 +211,7 @@ class _Compiler:
         special = _SPECIAL_FORMS.get(name)
         if special is not None:
             return special(self, node)
-        entry = functions.BUILTINS.get(name)
+        entry = builtins.BUILTINS.get(name)
         if entry is None:
             raise UnsupportedExpression(f"unsupported function {node.name}")
         minimum, maximum, function = entry
@@ -248,7 +257,7 @@ class _Compiler:
         _arity(node, 2, 3)
         compiled = self._regex_predicate(node)
         if compiled is None:  # the pattern is only known at evaluation time
-            return self._strict(functions.fn_regex, node.args)
+            return self._strict(builtins.fn_regex, node.args)
         predicate, is_constant = compiled
         return fold(as_term(predicate)) if is_constant else Compiled(as_term(predicate))
 
@@ -260,9 +269,9 @@ class _Compiler:
             return None
         text = self.value(node.args[0])
         text_evaluate = text.evaluate
-        string_arg = functions.string_arg
+        string_arg = builtins.string_arg
         try:
-            regex, _ = functions.regex_value(pattern.constant, flags.constant if flags else None)
+            regex, _ = builtins.regex_value(pattern.constant, flags.constant if flags else None)
         except ExprError as error:
             message = str(error)
 
@@ -279,9 +288,9 @@ class _Compiler:
         pattern = self.value(node.args[1])
         flags = self.value(node.args[3]) if len(node.args) > 3 else None
         if pattern.constant is None or (flags is not None and flags.constant is None):
-            return self._strict(functions.fn_replace, node.args)
+            return self._strict(builtins.fn_replace, node.args)
         try:
-            regex, flag_text = functions.regex_value(pattern.constant, flags.constant if flags else None)
+            regex, flag_text = builtins.regex_value(pattern.constant, flags.constant if flags else None)
         except ExprError as error:
             message = str(error)
 
@@ -291,7 +300,7 @@ class _Compiler:
             return self._strict(invalid, (node.args[0], node.args[2]))
 
         def replace(subject: Value, replacement: Value) -> Value:
-            return functions.replace_with(regex, flag_text, subject, replacement)
+            return builtins.replace_with(regex, flag_text, subject, replacement)
 
         return self._strict(replace, (node.args[0], node.args[2]))
 
@@ -333,7 +342,7 @@ class _Compiler:
         state = self.state
 
         def named(value: Value) -> Value:
-            key = functions.simple_arg(value)
+            key = builtins.simple_arg(value)
             found = state.bnodes.get(key)
             if found is None:
                 found = state.bnodes[key] = bnode(uuid.uuid4().hex)

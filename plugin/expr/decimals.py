@@ -23,7 +23,7 @@ from decimal import (
 )
 from typing import Final
 
-from .errors import ExprError
+from rsep.plugin.expr.errors import ExprError
 
 EXACT: Final = Context(
     prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[InvalidOperation, DivisionByZero, Overflow]

@@ -16,10 +16,10 @@ import math
 from decimal import Decimal
 from typing import Any
 
-from . import temporal
-from .decimals import EXACT, divide
-from .errors import ExprError
-from .values import (
+from rsep.plugin.expr import temporal
+from rsep.plugin.expr.decimals import EXACT, divide
+from rsep.plugin.expr.errors import ExprError
+from rsep.plugin.expr.values import (
     BNODE,
     BOOLEAN,
     DATETIME,

@@ -23,7 +23,7 @@ import re
 from decimal import Decimal
 from typing import Final, Union
 
-from .decimals import EXACT, floor_int, format_decimal
+from rsep.plugin.expr.decimals import EXACT, floor_int, format_decimal
 
 Seconds = Union[int, Decimal]
 Duration = tuple[int, Seconds]

@@ -24,10 +24,9 @@ from functools import lru_cache
 from typing import Any, Final
 
 from rsep.plugin.algebra.sparql import RDF_LANGSTRING, XSD, XSD_STRING
-from rsep.plugin.terms import escape_string, needs_escape
-
-from . import temporal
-from .decimals import EXACT, format_decimal
+from rsep.plugin.algebra.terms import escape_string, needs_escape
+from rsep.plugin.expr import temporal
+from rsep.plugin.expr.decimals import EXACT, format_decimal
 
 # --------------------------------------------------------------------------- kinds
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Final, TypeAlias, Union
 
-from .errors import ExprError
+from rsep.plugin.expr.errors import ExprError
 
 _SINGLE_ESCAPES: Final = {"n": "\n", "r": "\r", "t": "\t"} | {c: c for c in "\\|.-^?*+{}()[]$"}
 _XML_WHITESPACE: Final = " \t\n\r"

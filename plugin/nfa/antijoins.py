@@ -12,7 +12,14 @@ match waits in `NfaState.pending` until an evaluation time asks (`settle`).
 from __future__ import annotations
 
 from rsep.plugin.nfa.automaton import AntiJoin, IntervalSpec, Relation
-from rsep.plugin.nfa.intervals import Spans, TimedPredicate, hull, relation_holds, scoped, timed_predicate
+from rsep.plugin.nfa.interval_checks import (
+    Spans,
+    TimedPredicate,
+    hull,
+    relation_holds,
+    scoped,
+    timed_predicate,
+)
 from rsep.plugin.nfa.memory import RememberedIndexes
 from rsep.plugin.nfa.outcomes import join, unmarked
 from rsep.plugin.nfa.runs import Match, NfaState

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rsep.plugin.nfa.automaton import Atom, IntervalSpec
-from rsep.plugin.nfa.intervals import Span, Spans
+from rsep.plugin.nfa.interval_checks import Span, Spans
 from rsep.plugin.nfa.joins import Occurrence
 
 Mapping_ = dict[str, str]

@@ -31,7 +31,7 @@ from rsep.plugin.nfa.antijoins import AntiJoins
 from rsep.plugin.nfa.automaton import Automaton, IntervalFilter, State, atom_gpms
 from rsep.plugin.nfa.candidates import Candidates
 from rsep.plugin.nfa.consumption import Consumption, free, move_on
-from rsep.plugin.nfa.intervals import IntervalChecks, Spans
+from rsep.plugin.nfa.interval_checks import IntervalChecks, Spans
 from rsep.plugin.nfa.memory import Forgetting
 from rsep.plugin.nfa.outcomes import CandidateIndex, Outcomes, SharingGate, checked, unmarked, without
 from rsep.plugin.nfa.runs import (

@@ -12,7 +12,7 @@ How the pieces fit (docs/endpoint.md has the HTTP side):
   (`DATA/checkpoints/<id>/`).
 - `matches.MatchGraph` describes a match as a named graph (N-Quads text);
   `engine.MatchSink` writes a batch of them idempotently (the Oxigraph sink is
-  `rsep.plugin.store.matches.OxigraphMatchSink`).
+  `rsep.plugin.store.match_sink.OxigraphMatchSink`).
 - `producers.Producers` runs C-SPARQL `REGISTER STREAM <s> AS CONSTRUCT`
   queries inside ingest: the events they derive go into the log as events of
   <s> (`Producers.append` is how the endpoint appends a request).

@@ -24,14 +24,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from rsep.plugin.compile.plan import QueryPlan
+from rsep.plugin.compile.query_plan import QueryPlan
 from rsep.plugin.log import LogRecord
 from rsep.plugin.replay import GpmEvaluatorLike
 from rsep.plugin.service.listeners import MatchListeners
-from rsep.plugin.service.matches import ResultGraph
+from rsep.plugin.service.match_graphs import ResultGraph
 from rsep.plugin.service.registry import RegisteredQuery
-from rsep.plugin.windows.plan import WindowPlan
-from rsep.plugin.windows.runtime import WindowEvaluator
+from rsep.plugin.windows.window_plan import WindowPlan
+from rsep.plugin.windows.window_replay import WindowEvaluator
 
 QueryCompiler = Callable[[RegisteredQuery], QueryPlan]
 """Text -> plan, injected by the endpoint (the core never imports the grammar)."""

@@ -24,9 +24,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 
-from rsep.plugin.compile.plan import QueryPlan
+from rsep.plugin.compile.query_plan import QueryPlan
 from rsep.plugin.log import EventLog, LogRecord
-from rsep.plugin.service.checkpoint import CheckpointStore
+from rsep.plugin.service.checkpoints import CheckpointStore
 from rsep.plugin.service.engine import (
     FAILED,
     RUNNING,
@@ -42,7 +42,7 @@ from rsep.plugin.service.listeners import MatchListeners
 from rsep.plugin.service.registry import ACTIVE, QUERY_IRI_PREFIX, RegisteredQuery, Registry
 from rsep.plugin.service.runner import QueryRunner
 from rsep.plugin.service.window_runner import WindowRunner
-from rsep.plugin.windows.plan import WindowPlan
+from rsep.plugin.windows.window_plan import WindowPlan
 
 logger = logging.getLogger("rsep.service")
 

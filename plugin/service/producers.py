@@ -40,18 +40,18 @@ from itertools import groupby
 from typing import TypeVar
 
 from rsep.plugin.algebra.events import ConstructForm, RegistrationKind
-from rsep.plugin.compile.plan import QueryPlan
-from rsep.plugin.events import GraphEvent
+from rsep.plugin.compile.query_plan import QueryPlan
+from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.log import EventLog, LogRecord
-from rsep.plugin.service.checkpoint import CheckpointStore
+from rsep.plugin.service.checkpoints import CheckpointStore
 from rsep.plugin.service.engine import FAILED, PlanCompiler, WindowEvaluatorFactory
 from rsep.plugin.service.registry import RegisteredQuery, Registry
 from rsep.plugin.service.window_runner import WindowRunner, WindowState, load_window_state
 from rsep.plugin.windows.chain import CycleError, dependency_order
-from rsep.plugin.windows.functions import to_ticks
 from rsep.plugin.windows.output import evaluation_event
-from rsep.plugin.windows.plan import WindowPlan
-from rsep.plugin.windows.runtime import WindowEvaluator
+from rsep.plugin.windows.window_functions import to_ticks
+from rsep.plugin.windows.window_plan import WindowPlan
+from rsep.plugin.windows.window_replay import WindowEvaluator
 
 logger = logging.getLogger("rsep.service")
 

@@ -32,15 +32,16 @@ import pickle
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 
-from rsep.plugin.compile.plan import QueryPlan
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.compile.query_plan import QueryPlan
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.log import LogRecord
 from rsep.plugin.nfa import snapshot
 from rsep.plugin.nfa.automaton import Automaton
 from rsep.plugin.nfa.runtime import Match, NfaState, Runtime
 from rsep.plugin.replay import GpmEvaluatorLike, Key, NumberedEvent, groups_by_key
 from rsep.plugin.results import Projector
-from rsep.plugin.service.matches import EventRef, MatchGraph, match_graph
+from rsep.plugin.service.checkpoints import load_pickle
+from rsep.plugin.service.match_graphs import EventRef, MatchGraph, match_graph
 from rsep.plugin.service.registry import RegisteredQuery
 
 Rows = dict[int, list[tuple[int, dict[str, str]]]]
@@ -310,7 +311,7 @@ def dump_state(state: RunnerState, automaton: Automaton | None = None) -> bytes:
 def load_state(data: bytes, automaton: Automaton | None = None) -> RunnerState:
     """The RunnerState `dump_state` saved; with `automaton`, only if its NFA states were
     saved for that automaton (`snapshot.StateMismatch` otherwise)."""
-    version, scalars, states = pickle.loads(data)
+    version, scalars, states = load_pickle(data)
     if version != SNAPSHOT_VERSION:
         raise ValueError(f"checkpoint format {version} is not {SNAPSHOT_VERSION}")
     state = RunnerState(**scalars)

@@ -5,7 +5,7 @@ whole result set (a `COUNT` per window, every solution over the window's
 content), so each evaluation that answered something is ONE graph, not one
 per solution. Its IRI depends on the query id and the evaluation time only:
 an evaluation replayed after a restart gets the same graph, which the sink
-skips. Like a match graph (rsep.plugin.service.matches) it holds the answer
+skips. Like a match graph (rsep.plugin.service.match_graphs) it holds the answer
 in the W3C result-set vocabulary (every solution; `rs:index` under ORDER BY;
 `rs:boolean true` for ASK) or the constructed triples (CONSTRUCT, C-SPARQL's
 REGISTER STREAM), and `urn:rsep:matches` describes it.
@@ -18,12 +18,12 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from rsep.plugin.events import XSD_DATETIME, Timestamp, timestamp_nt
-from rsep.plugin.service.matches import MATCH_IRI_PREFIX, MATCHES_GRAPH, PROV, RDF_TYPE, RS, RSEP
-from rsep.plugin.terms import iri_nt, literal_nt
+from rsep.plugin.algebra.terms import iri_nt, literal_nt
+from rsep.plugin.graph_events import XSD_DATETIME, Timestamp, timestamp_nt
+from rsep.plugin.service.match_graphs import MATCH_IRI_PREFIX, MATCHES_GRAPH, PROV, RDF_TYPE, RS, RSEP
 from rsep.plugin.windows.output import ticks_timestamp
-from rsep.plugin.windows.plan import Form
-from rsep.plugin.windows.runtime import Evaluation
+from rsep.plugin.windows.window_plan import Form
+from rsep.plugin.windows.window_replay import Evaluation
 
 _HASH_CHARS = 32
 _XSD_BOOLEAN = "http://www.w3.org/2001/XMLSchema#boolean"

@@ -40,14 +40,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from rsep.plugin.algebra.events import ReportPolicy
-from rsep.plugin.events import Timestamp
+from rsep.plugin.graph_events import Timestamp
 from rsep.plugin.log import LogRecord
+from rsep.plugin.service.checkpoints import load_pickle
 from rsep.plugin.service.registry import RegisteredQuery
 from rsep.plugin.service.window_graphs import EvaluationGraph, evaluation_graph
-from rsep.plugin.windows.functions import first_needed, to_ticks
-from rsep.plugin.windows.plan import Form, WindowPlan
-from rsep.plugin.windows.runtime import Evaluation, StreamContent, StreamItem, WindowEvaluator, WindowReplay
 from rsep.plugin.windows.schedule import ContentChange, Schedule, WindowClose, last_close_by, latest_held
+from rsep.plugin.windows.window_functions import first_needed, to_ticks
+from rsep.plugin.windows.window_plan import Form, WindowPlan
+from rsep.plugin.windows.window_replay import (
+    Evaluation,
+    StreamContent,
+    StreamItem,
+    WindowEvaluator,
+    WindowReplay,
+)
 
 SNAPSHOT_KIND = "rsep-window-runner"
 SNAPSHOT_VERSION = 1
@@ -295,7 +302,7 @@ def dump_window_state(state: WindowState) -> bytes:
 
 
 def load_window_state(data: bytes) -> WindowState:
-    payload = pickle.loads(data)
+    payload = load_pickle(data)
     if not (isinstance(payload, tuple) and len(payload) == 3 and payload[0] == SNAPSHOT_KIND):
         raise ValueError("not a window query's checkpoint")
     if payload[1] != SNAPSHOT_VERSION:

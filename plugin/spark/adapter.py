@@ -46,6 +46,7 @@ import pandas as pd
 from rsep.plugin.nfa import snapshot
 from rsep.plugin.nfa.automaton import Automaton
 from rsep.plugin.nfa.runtime import Group, Match, NfaState, Runtime
+from rsep.plugin.service.checkpoints import load_pickle
 
 GPM_COLUMNS = ("key", "rank", "time", "event", "gpm", "mapping", "start")
 """A GPM solution: partition key (JSON), event rank, time and id, GPM index, mapping, and the
@@ -180,7 +181,7 @@ def dump_state(state: NfaState) -> bytes:
 
 
 def load_state(data: bytes) -> NfaState:
-    return snapshot.decode(pickle.loads(data))[None]
+    return snapshot.decode(load_pickle(data))[None]
 
 
 def _as_dict(mapping: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, str]:

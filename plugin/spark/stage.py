@@ -26,14 +26,14 @@ import pandas as pd
 from pyspark import Broadcast
 from pyspark.sql import DataFrame, SparkSession
 
-from rsep.plugin.compile.gpm import GpmPlan
-from rsep.plugin.compile.plan import QueryPlan
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.compile.gpm_plan import GpmPlan
+from rsep.plugin.compile.query_plan import QueryPlan
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.replay import NumberedEvent
 from rsep.plugin.spark.adapter import GPM_COLUMNS, KeyStep, matches_of, typed_frame
 from rsep.plugin.spark.schemas import EVENT_SCHEMA, GPM_ROW_SCHEMA, MATCH_SCHEMA
-from rsep.plugin.store.gpm import BackgroundSnapshot, GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import BackgroundSnapshot, GpmEvaluator, KnowledgeBase
 
 
 class SparkReplay:

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 import math
-import pickle
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -51,14 +50,15 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from rsep.plugin.compile.gpm import GpmPlan
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.compile.gpm_plan import GpmPlan
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa.automaton import Automaton
 from rsep.plugin.nfa.runtime import Match, NfaState, Runtime
 from rsep.plugin.replay import NumberedEvent, groups_by_key
+from rsep.plugin.service.checkpoints import load_pickle
 from rsep.plugin.service.runner import Rows, RunnerState, dump_state, load_state
 from rsep.plugin.spark.log_source import HEADER
-from rsep.plugin.store.gpm import BackgroundSnapshot, GpmEvaluator
+from rsep.plugin.store.gpm_stage import BackgroundSnapshot, GpmEvaluator
 
 # pyspark's applyInPandasWithState pads its output with all-NA frames before
 # pd.concat, which pandas 2 warns about on every call (in this worker process).
@@ -209,7 +209,7 @@ class StreamGpmStage:
         if found is None:
             if not isinstance(data, bytes | bytearray):
                 raise ValueError(f"background snapshot {snapshot_id} is neither broadcast nor attached")
-            found = pickle.loads(data)
+            found = load_pickle(bytes(data))
             assert isinstance(found, BackgroundSnapshot)
             _SNAPSHOTS[snapshot_id] = found
             while len(_SNAPSHOTS) > _SNAPSHOTS_KEPT:

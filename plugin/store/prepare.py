@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import pyoxigraph as ox
 
-from rsep.plugin.compile.automaton import CompileError
-from rsep.plugin.compile.gpm import GpmPlan
-from rsep.plugin.compile.plan import QueryPlan
-from rsep.plugin.store.gpm import KnowledgeBase
+from rsep.plugin.compile.gpm_plan import GpmPlan
+from rsep.plugin.compile.nfa_compiler import CompileError
+from rsep.plugin.compile.query_plan import QueryPlan
+from rsep.plugin.store.gpm_stage import KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows, Results
 from rsep.plugin.windows.cep import Solution
-from rsep.plugin.windows.plan import WindowPlan
+from rsep.plugin.windows.window_plan import WindowPlan
 
 _REFUSALS = (SyntaxError, RuntimeError, ValueError)
 """What pyoxigraph raises for a query it cannot prepare or evaluate."""

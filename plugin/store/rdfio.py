@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from rsep.plugin.events import PROV_GENERATED_AT, PROV_STARTED_AT, GraphEvent, Timestamp, TimestampError
+from rsep.plugin.graph_events import PROV_GENERATED_AT, PROV_STARTED_AT, GraphEvent, Timestamp, TimestampError
 
 _GENERATED_AT = ox.NamedNode(PROV_GENERATED_AT)
 _STARTED_AT = ox.NamedNode(PROV_STARTED_AT)

@@ -2,7 +2,7 @@
 
 One in-memory store per run holds a copy of the background knowledge base;
 at each evaluation the windows' triples replace the previous ones in their
-graphs (rsep.plugin.windows.plan) and the plan's SPARQL query runs over the
+graphs (rsep.plugin.windows.window_plan) and the plan's SPARQL query runs over the
 dataset the dialect defines:
 
 - C-SPARQL: the default graph is the merge of the static `FROM <g>` graphs
@@ -35,15 +35,16 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from rsep.plugin.events import GraphEvent, Timestamp
-from rsep.plugin.service.matches import MATCH_IRI_PREFIX, MATCHES_GRAPH
+from rsep.plugin.graph_events import GraphEvent, Timestamp
+from rsep.plugin.service.match_graphs import MATCH_IRI_PREFIX, MATCHES_GRAPH
 from rsep.plugin.store.entailed import EntailedGraph, SchemaClosure, static_entailed
-from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase, solutions
-from rsep.plugin.store.nested import ScratchGraphs
+from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase, solutions
+from rsep.plugin.store.path_tests import ScratchGraphs
 from rsep.plugin.store.rdfio import read_event_file
 from rsep.plugin.windows.cep import ClauseRunner, Solution, clause_answer, read_row, window_events
 from rsep.plugin.windows.output import WindowRun, output_variables
-from rsep.plugin.windows.plan import (
+from rsep.plugin.windows.timestamp import LATEST_FUNCTION, LATEST_IN_FUNCTION
+from rsep.plugin.windows.window_plan import (
     MERGED_GRAPH,
     STATIC_GRAPH,
     Form,
@@ -51,8 +52,7 @@ from rsep.plugin.windows.plan import (
     entailed_graph,
     evaluation_query,
 )
-from rsep.plugin.windows.runtime import Answer, StreamItem, WindowReplay
-from rsep.plugin.windows.timestamp import LATEST_FUNCTION, LATEST_IN_FUNCTION
+from rsep.plugin.windows.window_replay import Answer, StreamItem, WindowReplay
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 Graph = ox.NamedNode | ox.BlankNode | ox.DefaultGraph
@@ -65,7 +65,7 @@ RESULT_GRAPHS = (MATCH_IRI_PREFIX, MATCHES_GRAPH)
 
 
 class OxigraphWindows:
-    """Answers a plan's query over window contents (rsep.plugin.windows.runtime.WindowEvaluator)."""
+    """Answers a plan's query over window contents (rsep.plugin.windows.window_replay.WindowEvaluator)."""
 
     def __init__(self, plan: WindowPlan, kb: KnowledgeBase) -> None:
         self.plan = plan
@@ -145,7 +145,7 @@ class OxigraphWindows:
 
     @property
     def knowledge_version(self) -> int:
-        """The knowledge base's version an evaluation reads (rsep.plugin.windows.runtime.
+        """The knowledge base's version an evaluation reads (rsep.plugin.windows.window_replay.
         VersionedEvaluator): the store is copied again when it moves."""
         return self.kb.lookup_version
 
@@ -156,7 +156,7 @@ class OxigraphWindows:
         self, contents: Sequence[Sequence[StreamItem]], bounds: Sequence[tuple[int | None, int]]
     ) -> Answer:
         """The answer over `contents`; CQELS-CEP's event clauses read the events' intervals
-        clipped to the windows' `bounds` (rsep.plugin.windows.runtime.clip_bounds)."""
+        clipped to the windows' `bounds` (rsep.plugin.windows.window_replay.clip_bounds)."""
         if self.kb.lookup_version != self.version:
             self._build()
         self._previous, self._triples = self._triples, {}

@@ -8,6 +8,6 @@ rsep.plugin.store.windows. docs/semantics.md ("Windows: C-SPARQL and CQELS")
 records the semantic choices.
 """
 
-from rsep.plugin.windows.plan import WindowPlan, WindowPlanError, is_window_query, plan_windows
+from rsep.plugin.windows.window_plan import WindowPlan, WindowPlanError, is_window_query, plan_windows
 
 __all__ = ["WindowPlan", "WindowPlanError", "is_window_query", "plan_windows"]

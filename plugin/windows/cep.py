@@ -4,11 +4,11 @@ A CQELS-CEP query is Q = (V, P, D, EC) and [[Q, t]] = JOIN([[EC, t]], [[P, t]]_D
 the event clauses are evaluated over the windows' content at t, their mappings with intervals
 joined by interval intersection ((2), JOIN of §4.2), and the result joined with the graph
 pattern P over the static data, which Oxigraph evaluates (the plan puts the clauses' solutions
-into P's query as VALUES, rsep.plugin.windows.plan).
+into P's query as VALUES, rsep.plugin.windows.window_plan).
 
 **How the windows and the NFA meet: replay.** Each clause (a window's pattern, a SEQ inside a
 window, or a SEQ over windows) is compiled once to the interval automaton
-(rsep.plugin.compile.intervals: SEQ with skip-till-any and SeqJoin, NO_HEAD / SEQ_WO / NO_TAIL
+(rsep.plugin.compile.interval_patterns: SEQ with skip-till-any and SeqJoin, NO_HEAD / SEQ_WO / NO_TAIL
 as anti-joins against the negated element's remembered solutions). At an evaluation time t the
 automaton runs from a fresh state over the events its windows hold at t, in time order, and every
 match it reports — plus, for NO_TAIL, the pending matches `Runtime.settle` admits at t — is
@@ -27,7 +27,7 @@ runtime (runs expiring with the window, NO_TAIL re-settled at each t) would be t
 Windows hold whole events with their intervals (§4.1): an event [S, T] (`prov:startedAtTime` S,
 instantaneous [T, T] without one) is in a window when T is (RSEP-QL Def. 3's membership), and
 w_RANGE clips it to [max(S, t − α), min(T, t)] (`window_events`, bounds from
-rsep.plugin.windows.runtime.clip_bounds). The automaton then reads S as the event's start, as
+rsep.plugin.windows.window_replay.clip_bounds). The automaton then reads S as the event's start, as
 EP-SPARQL's interval automaton reads a derived event's.
 """
 
@@ -52,14 +52,14 @@ from rsep.plugin.algebra.events import (
     event_children,
 )
 from rsep.plugin.algebra.sparql import IRI, XSD_INTEGER, BNode, GroupPattern, Literal, SolutionModifiers, Term
-from rsep.plugin.compile.automaton import CompileError
+from rsep.plugin.algebra.terms import nt_to_term
+from rsep.plugin.compile.nfa_compiler import CompileError
 from rsep.plugin.compile.paths import has_nested_path
-from rsep.plugin.compile.plan import QueryPlan, collect_gpms, compile_query
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.compile.query_plan import QueryPlan, collect_gpms, compile_query
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa.runtime import Match, Runtime
 from rsep.plugin.replay import GpmEvaluatorLike, NumberedEvent, groups_by_key
-from rsep.plugin.terms import nt_to_term
-from rsep.plugin.windows.functions import TICKS_PER_SECOND, to_ticks
+from rsep.plugin.windows.window_functions import TICKS_PER_SECOND, to_ticks
 
 INTERVAL_START = "__rsep_start"
 INTERVAL_END = "__rsep_end"
@@ -151,7 +151,7 @@ def join_intersect(left: Iterable[Solution], right: Iterable[Solution]) -> set[S
 
 
 class Item(Protocol):
-    """What the runtime's window items offer (rsep.plugin.windows.runtime.StreamItem)."""
+    """What the runtime's window items offer (rsep.plugin.windows.window_replay.StreamItem)."""
 
     @property
     def ticks(self) -> int: ...

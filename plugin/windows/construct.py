@@ -3,7 +3,7 @@
 Each evaluation of a C-SPARQL or CQELS CONSTRUCT is a query answer of its own, so the blank nodes
 of its template are fresh per solution AND per evaluation (§16.2.1): two evaluation times whose
 windows hold the same content answer the same solutions, but not the same blank nodes. The runtime
-reuses one evaluation's solutions while the content does not change (rsep.plugin.windows.runtime),
+reuses one evaluation's solutions while the content does not change (rsep.plugin.windows.window_replay),
 so Oxigraph runs the CONSTRUCT's pattern as a SELECT of the template's variables
 (`construct_select`) and the template is instantiated here, at each evaluation time, with blank
 nodes named after the query's label scope, the evaluation time t' and the solution's index

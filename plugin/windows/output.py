@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.results import srj_term
-from rsep.plugin.windows.functions import TICKS_PER_SECOND
-from rsep.plugin.windows.plan import Form, WindowPlan
-from rsep.plugin.windows.runtime import Evaluation
+from rsep.plugin.windows.window_functions import TICKS_PER_SECOND
+from rsep.plugin.windows.window_plan import Form, WindowPlan
+from rsep.plugin.windows.window_replay import Evaluation
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

@@ -22,7 +22,7 @@ from itertools import pairwise
 from typing import Protocol
 
 from rsep.plugin.algebra.events import CountWindow, LandmarkWindow, NowWindow, TimeWindow, Window
-from rsep.plugin.windows.functions import duration_ticks
+from rsep.plugin.windows.window_functions import duration_ticks
 
 
 class Schedule(Protocol):

@@ -46,7 +46,7 @@ from rsep.plugin.algebra.sparql import (
     TriplePattern,
     Var,
 )
-from rsep.plugin.compile.automaton import CompileError
+from rsep.plugin.compile.nfa_compiler import CompileError
 from rsep.plugin.windows.tree import rebuild, walk
 
 LATEST_FUNCTION = RSEP + "latestTime"

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from rsep.endpoint.cli import main
-from rsep.endpoint.replay import StreamFile
+from rsep.endpoint.run_command import StreamFile
 from tests.conformance.test_cli import FIG1
 
 EVENTS = """@prefix : <http://example.org/fig1/> .

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from rsep.endpoint.replay import KbFile, RunRequest, StreamFile, run
+from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, run
 from tests.epsparql.test_fixtures import load as epsparql_fixture
 from tests.epsparql.test_fixtures import multiset
 

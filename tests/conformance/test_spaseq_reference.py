@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rsep.endpoint.replay import KbFile, RunRequest, StreamFile, run
+from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, run
 from tests.conformance.spaseq_reference import query_of, write_trig
 
 XSD = "http://www.w3.org/2001/XMLSchema#"

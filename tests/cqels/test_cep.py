@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rsep.endpoint.replay import RunRequest, StreamFile, run
+from rsep.endpoint.run_command import RunRequest, StreamFile, run
 from rsep.plugin.windows import WindowPlanError
 from tests.csparql.support import run_inline
 

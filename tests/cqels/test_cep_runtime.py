@@ -1,4 +1,4 @@
-"""CQELS-CEP's negated SEQ elements on the NFA runtime (rsep.plugin.compile.intervals), driven
+"""CQELS-CEP's negated SEQ elements on the NFA runtime (rsep.plugin.compile.interval_patterns), driven
 directly with explicit event groups: SEQ_WO, NO_HEAD and NO_TAIL as §4.2 defines them, with the
 negative event on each boundary, and NO_TAIL settled at an evaluation time."""
 
@@ -15,9 +15,9 @@ from rsep.plugin.algebra.events import (
     Sequence,
 )
 from rsep.plugin.algebra.sparql import GroupPattern
-from rsep.plugin.compile.automaton import CompileError
-from rsep.plugin.compile.intervals import compile_interval_automaton
-from rsep.plugin.compile.plan import collect_gpms
+from rsep.plugin.compile.interval_patterns import compile_interval_automaton
+from rsep.plugin.compile.nfa_compiler import CompileError
+from rsep.plugin.compile.query_plan import collect_gpms
 from rsep.plugin.nfa.runtime import Group, NfaState, Runtime
 
 ANY = SelectionStrategy.SKIP_TILL_ANY

@@ -30,7 +30,7 @@ from rsep.plugin.algebra.events import (
     TimeWindow,
     WindowElement,
 )
-from rsep.plugin.algebra.nested import PathSelf
+from rsep.plugin.algebra.nested_paths import PathSelf
 from rsep.plugin.algebra.sparql import (
     BGP,
     IRI,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from bench.citybench import Repository, convert, stream_iri
-from rsep.endpoint.replay import KbFile, RunRequest, StreamFile
+from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile
 from tests.csparql.support import output
 from tests.paths import shared_data
 

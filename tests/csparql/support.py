@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from rsep.endpoint.replay import KbFile, RunRequest, StreamFile, run
+from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, run
 
 
 @dataclass(frozen=True)

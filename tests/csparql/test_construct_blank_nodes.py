@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from rsep.endpoint.cli import main
-from rsep.plugin.windows.functions import TICKS_PER_SECOND
+from rsep.plugin.windows.window_functions import TICKS_PER_SECOND
 
 RSEP = Path(sys.executable).parent / "rsep"
 EX = "http://ex.org/"

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from rsep.endpoint.cli import main
-from rsep.endpoint.replay import RunRequest, StreamFile
+from rsep.endpoint.run_command import RunRequest, StreamFile
 from rsep.grammar import parse_event_query
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.windows import plan_windows
-from rsep.plugin.windows.functions import to_ticks
-from rsep.plugin.windows.runtime import Answer, WindowReplay
+from rsep.plugin.windows.window_functions import to_ticks
+from rsep.plugin.windows.window_replay import Answer, WindowReplay
 from tests.csparql.support import output
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -14,7 +14,8 @@ from rsep.plugin.algebra.events import (
     TimeUnit,
     TimeWindow,
 )
-from rsep.plugin.windows.functions import (
+from rsep.plugin.windows.schedule import ContentChange, WindowClose, schedule_end
+from rsep.plugin.windows.window_functions import (
     count_based,
     duration_ticks,
     extent,
@@ -23,7 +24,6 @@ from rsep.plugin.windows.functions import (
     time_based,
     to_ticks,
 )
-from rsep.plugin.windows.schedule import ContentChange, WindowClose, schedule_end
 
 TIMES = [1, 2, 3, 5, 6, 8]
 

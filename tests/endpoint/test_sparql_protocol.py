@@ -16,7 +16,7 @@ from werkzeug.datastructures import MultiDict
 from rsep.endpoint.app import create_app
 from rsep.endpoint.negotiation import MediaRange, parse_accept
 from rsep.endpoint.resources import resources
-from rsep.endpoint.sparql import with_using_clauses
+from rsep.endpoint.sparql_protocol import with_using_clauses
 from rsep.plugin.store.sparql_service import GRAPH_MEDIA_TYPES, RESULT_MEDIA_TYPES, Dataset
 from tests.paths import REPO
 

@@ -13,8 +13,8 @@ import pytest
 from flask import Flask
 
 from rsep.endpoint.app import create_app
-from rsep.endpoint.streaming import Streaming
-from rsep.plugin.events import GraphEvent
+from rsep.endpoint.engines import Streaming
+from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.store.rdfio import load_into, read_event_file
 from tests.paths import REPO
 

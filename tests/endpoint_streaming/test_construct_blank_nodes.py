@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from tests.endpoint_streaming.conftest import caught_up, wait_for
 from tests.endpoint_streaming.test_register_stream import at, ingest_each, logged, registered
 from tests.endpoint_streaming.test_window_queries import evaluation_graphs, nt, read_back, sparql

@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 
 from bench.citybench import Repository, convert, stream_iri
-from rsep.endpoint.replay import KbFile, RunRequest, StreamFile
-from rsep.endpoint.streaming import compile_registered, is_window_registration
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.endpoint.engines import compile_registered, is_window_registration
+from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.store.rdfio import load_into, read_event_file
-from rsep.plugin.windows.plan import WindowPlan
+from rsep.plugin.windows.window_plan import WindowPlan
 from tests.cqels.test_citybench import CULTURAL_EVENTS, KB, TRAFFIC, q5_row
 from tests.csparql.citybench import END, START, citybench
 from tests.csparql.support import output

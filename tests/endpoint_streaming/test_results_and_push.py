@@ -10,8 +10,8 @@ import random
 import time
 
 from rsep.endpoint.app import create_app
-from rsep.endpoint.replay import KbFile, RunRequest, StreamFile, run
-from rsep.plugin.service.matches import match_iri
+from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, run
+from rsep.plugin.service.match_graphs import match_iri
 from rsep.plugin.service.runner import load_state
 from tests.endpoint_streaming.conftest import (
     SMART_GRID,

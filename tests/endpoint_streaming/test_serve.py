@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from rsep.plugin.log import LogRecord
-from rsep.plugin.service.checkpoint import CheckpointStore
-from rsep.plugin.service.matches import match_iri
+from rsep.plugin.service.checkpoints import CheckpointStore
+from rsep.plugin.service.match_graphs import match_iri
 from rsep.plugin.service.runner import load_state
 from tests.endpoint_streaming.conftest import SMART_GRID, SMART_GRID_STREAMS, nquads_of
 from tests.endpoint_streaming.test_results_and_push import synthetic_events

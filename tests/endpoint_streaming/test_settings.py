@@ -13,8 +13,8 @@ import pytest
 
 from rsep.endpoint.app import DEFAULTS
 from rsep.endpoint.cli import build_parser
+from rsep.endpoint.engines import ENGINES
 from rsep.endpoint.settings import ENGINE_NAMES, SETTINGS, configuration
-from rsep.endpoint.streaming import ENGINES
 from tests.endpoint_streaming.test_results_and_push import synthetic_events
 from tests.endpoint_streaming.test_serve import Listener, Server, expected, post_events
 from tests.paths import REPO

@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from rsep.endpoint.app import create_app
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.store.rdfio import load_into, read_event_file
 from tests.csparql.support import Case, load_cases, output
 from tests.endpoint_streaming.conftest import caught_up, config, nquads_of, shut_down, wait_for

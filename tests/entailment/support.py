@@ -8,14 +8,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rsep.endpoint.replay import KbFile, RunRequest, StreamFile, load_kb, load_query, read_streams, run
+from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, load_kb, load_query, read_streams, run
 from rsep.plugin.algebra.events import EventQuery, MatchElement
 from rsep.plugin.algebra.sparql import GroupPattern
 from rsep.plugin.compile.entailment import Mechanism, entail_pattern
-from rsep.plugin.compile.plan import QueryPlan, compile_query, event_pattern_of
+from rsep.plugin.compile.query_plan import QueryPlan, compile_query, event_pattern_of
 from rsep.plugin.replay import Replay, number_events
 from rsep.plugin.results import Projector, jsonl_line
-from rsep.plugin.store.gpm import GpmEvaluator
+from rsep.plugin.store.gpm_stage import GpmEvaluator
 from tests.paths import FIXTURES
 
 CASES_DIR = FIXTURES / "entailment"

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from rsep.endpoint.replay import KbFile, RunRequest, StreamFile, run
+from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, run
 from rsep.grammar import parse_event_query
-from rsep.plugin.compile.plan import compile_query
-from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
+from rsep.plugin.compile.query_plan import compile_query
+from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
 from rsep.plugin.store.rdfio import load_into, read_event_file
 
 EX = "http://ex.org/#"

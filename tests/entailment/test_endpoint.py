@@ -13,7 +13,7 @@ import gc
 import pytest
 
 from rsep.endpoint.app import create_app
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.store.rdfio import read_event_file
 from tests.endpoint_streaming.conftest import caught_up, config, nquads_of, service, shut_down, wait_for
 from tests.endpoint_streaming.test_window_queries import OTHER, read_back

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from rsep.endpoint.replay import run
+from rsep.endpoint.run_command import run
 from rsep.plugin.compile.entailment import Mechanism
 from tests.entailment.support import (
     CASES,

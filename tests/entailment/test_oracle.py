@@ -20,13 +20,13 @@ from hypothesis import strategies as st
 
 from rsep.grammar import parse_event_query
 from rsep.plugin.compile.entailment import Mechanism
-from rsep.plugin.compile.plan import QueryPlan, compile_query
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.compile.query_plan import QueryPlan, compile_query
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.replay import Replay, number_events
-from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows
 from rsep.plugin.windows import plan_windows
-from rsep.plugin.windows.runtime import StreamItem
+from rsep.plugin.windows.window_replay import StreamItem
 from tests.entailment.support import with_mechanism
 
 E = "http://example.org/e#"

@@ -11,13 +11,13 @@ import pytest
 
 from rsep.grammar import parse_event_query
 from rsep.plugin.algebra.analysis import expr_vars
-from rsep.plugin.compile.automaton import CompileError
 from rsep.plugin.compile.entailment import SCHEMA_GRAPH, is_hidden
-from rsep.plugin.compile.gpm import GpmPlan
-from rsep.plugin.compile.plan import compile_query
-from rsep.plugin.store.gpm import KnowledgeBase
+from rsep.plugin.compile.gpm_plan import GpmPlan
+from rsep.plugin.compile.nfa_compiler import CompileError
+from rsep.plugin.compile.query_plan import compile_query
+from rsep.plugin.store.gpm_stage import KnowledgeBase
 from rsep.plugin.windows import plan_windows
-from rsep.plugin.windows.plan import MERGED_GRAPH
+from rsep.plugin.windows.window_plan import MERGED_GRAPH
 
 ORG = "http://example.org/org#"
 RDFS = "http://www.w3.org/2000/01/rdf-schema#"

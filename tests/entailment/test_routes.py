@@ -13,12 +13,12 @@ from dataclasses import replace
 
 import pytest
 
-from rsep.endpoint.replay import load_kb, read_streams
+from rsep.endpoint.run_command import load_kb, read_streams
 from rsep.plugin.compile.entailment import Mechanism
-from rsep.plugin.compile.plan import QueryPlan, compile_query
+from rsep.plugin.compile.query_plan import QueryPlan, compile_query
 from rsep.plugin.replay import Replay, number_events
 from rsep.plugin.results import Projector, jsonl_line
-from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
 from rsep.plugin.store.rdfio import load_into, read_event_file
 from tests.endpoint_streaming.conftest import caught_up, nquads_of, wait_for
 from tests.entailment.support import case_query, compiled, expected, folder, manifest, request

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from rsep.endpoint.replay import load_kb, read_streams
-from rsep.plugin.compile.plan import compile_query
+from rsep.endpoint.run_command import load_kb, read_streams
+from rsep.plugin.compile.query_plan import compile_query
 from rsep.plugin.replay import number_events
 from rsep.plugin.results import Projector, jsonl_line
 from tests.entailment.support import case_query, expected, request

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import pytest
 
-from rsep.endpoint.replay import run
+from rsep.endpoint.run_command import run
 from tests.conformance.test_cli import assert_failure
 from tests.conformance.test_cli_errors import run_main
 from tests.entailment.support import request

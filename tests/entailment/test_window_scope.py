@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from rsep.grammar import parse_event_query
-from rsep.plugin.store.gpm import KnowledgeBase
+from rsep.plugin.store.gpm_stage import KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows
 from rsep.plugin.windows import plan_windows
 from tests.csparql.support import run_inline

@@ -12,11 +12,11 @@ import pyoxigraph as ox
 import pytest
 
 from rsep.grammar import parse_event_query
-from rsep.plugin.events import Timestamp
-from rsep.plugin.store.gpm import KnowledgeBase
+from rsep.plugin.graph_events import Timestamp
+from rsep.plugin.store.gpm_stage import KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows
 from rsep.plugin.windows import plan_windows
-from rsep.plugin.windows.runtime import StreamItem
+from rsep.plugin.windows.window_replay import StreamItem
 
 E = "http://example.org/e#"
 S = "urn:support:stream"

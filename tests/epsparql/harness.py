@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from rsep.endpoint.replay import KbFile, RunRequest, StreamFile, run
+from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, run
 from rsep.plugin.algebra.events import ConsumptionPolicy
 from rsep.plugin.results import jsonl_line
 

@@ -10,9 +10,9 @@ import pytest
 
 from rsep.grammar import parse_event_query
 from rsep.plugin.algebra.printer import dump
-from rsep.plugin.compile.plan import compile_query
+from rsep.plugin.compile.query_plan import compile_query
 from rsep.plugin.nfa.automaton import IntervalValues
-from rsep.plugin.nfa.intervals import IntervalChecks
+from rsep.plugin.nfa.interval_checks import IntervalChecks
 from tests.epsparql.harness import Event, run_rsep
 
 EX = "http://example.org/"

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from rsep.endpoint.cli import main
-from rsep.endpoint.replay import KbFile, RunRequest, StreamFile, run
+from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, run
 from rsep.plugin.algebra.events import ConsumptionPolicy
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "epsparql"

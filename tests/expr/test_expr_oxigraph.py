@@ -47,6 +47,7 @@ from rsep.plugin.algebra.sparql import (
     UnaryOp,
     Var,
 )
+from rsep.plugin.algebra.terms import literal_nt
 from rsep.plugin.expr import ExprError, compile_expr, compile_filter
 from rsep.plugin.expr.decimals import EXACT
 from rsep.plugin.expr.values import (
@@ -64,7 +65,6 @@ from rsep.plugin.expr.values import (
     parse_term,
     to_f32,
 )
-from rsep.plugin.terms import literal_nt
 
 pyoxigraph = pytest.importorskip("pyoxigraph")
 

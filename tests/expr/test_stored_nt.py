@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rsep.plugin.algebra.sparql import XSD
+from rsep.plugin.algebra.terms import literal_nt
 from rsep.plugin.expr import stored_nt
-from rsep.plugin.terms import literal_nt
 
 _INTEGER_TYPES = [
     "integer", "int", "long", "short", "byte", "unsignedByte", "unsignedShort", "unsignedInt",

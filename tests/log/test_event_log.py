@@ -2,7 +2,7 @@
 
 import pytest
 
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.log import EventLog, MixedTimeError, OutOfOrderError
 
 

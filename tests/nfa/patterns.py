@@ -19,7 +19,7 @@ from rsep.plugin.algebra.events import (
     Sequence,
 )
 from rsep.plugin.algebra.sparql import GroupPattern
-from rsep.plugin.compile.automaton import compile_automaton
+from rsep.plugin.compile.nfa_compiler import compile_automaton
 from rsep.plugin.nfa.automaton import Automaton, ResidualFilter
 from rsep.plugin.nfa.runtime import Group, Match, Runtime
 

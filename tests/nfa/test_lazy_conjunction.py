@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rsep.grammar import parse_event_query
-from rsep.plugin.compile.plan import QueryPlan, compile_query
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.compile.query_plan import QueryPlan, compile_query
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa.automaton import DisjunctionAtom, GpmAtom
 from rsep.plugin.replay import NumberedEvent, Replay, number_events
-from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
 
 EX = "http://example.org/"
 HEAD = f"PREFIX : <{EX}>\nSELECT *\nFROM STREAM S1 <{EX}s1>\nFROM STREAM S2 <{EX}s2>\nWHERE {{\n"

@@ -3,7 +3,7 @@ specified in docs/semantics.md)."""
 
 import pytest
 
-from rsep.plugin.compile.automaton import CompileError
+from rsep.plugin.compile.nfa_compiler import CompileError
 from tests.nfa.patterns import compile_pattern, events_of, run
 
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from rsep.grammar import parse_event_query
-from rsep.plugin.compile.plan import compile_query
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.compile.query_plan import compile_query
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa import snapshot
 from rsep.plugin.nfa.runtime import Match, NfaState, Run
 from rsep.plugin.replay import Replay, number_events
-from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
 
 EX = "http://example.org/"
 
@@ -133,7 +133,8 @@ def test_a_format_3_state_of_the_bgp_compiled_into_detection_orders_is_refused()
 def test_the_fingerprint_is_the_same_in_every_process():
     """Sets in the automaton are sorted: string hashing, seeded per process, does not show."""
     code = (
-        "from rsep.grammar import parse_event_query; from rsep.plugin.compile.plan import compile_query; "
+        "from rsep.grammar import parse_event_query; "
+        "from rsep.plugin.compile.query_plan import compile_query; "
         "from rsep.plugin.nfa.snapshot import fingerprint; "
         f"print(fingerprint(compile_query(parse_event_query({BGP + ' OPTIONAL {?x :s ?v}'!r}, "
         "dialect='ep-sparql')).automaton))"

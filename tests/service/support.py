@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from functools import cache
 
 from rsep.grammar import parse_event_query
-from rsep.plugin.compile.plan import QueryPlan, compile_query
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.compile.query_plan import QueryPlan, compile_query
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.log import LogRecord
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.replay import NumberedEvent, Replay, number_events
 from rsep.plugin.service.registry import RegisteredQuery
-from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
 
 S1 = "urn:t:s1"
 S2 = "urn:t:s2"

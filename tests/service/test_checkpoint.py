@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rsep.plugin.service.checkpoint import CheckpointStore
+from rsep.plugin.service.checkpoints import CheckpointStore
 
 QID = "0123456789abcdef"
 

@@ -12,18 +12,18 @@ import pytest
 
 from rsep.grammar import parse_event_query
 from rsep.plugin.algebra.events import ConsumptionPolicy
-from rsep.plugin.compile.plan import QueryPlan, compile_query
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.compile.query_plan import QueryPlan, compile_query
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.log import EventLog, LogRecord
 from rsep.plugin.nfa.snapshot import StateMismatch
 from rsep.plugin.replay import Replay, number_events
-from rsep.plugin.service.checkpoint import CheckpointStore
+from rsep.plugin.service.checkpoints import CheckpointStore
 from rsep.plugin.service.inprocess import InProcessEngine
-from rsep.plugin.service.matches import MATCHES_GRAPH, match_iri
+from rsep.plugin.service.match_graphs import MATCHES_GRAPH, match_iri
 from rsep.plugin.service.registry import FAILED, RegisteredQuery, Registry
 from rsep.plugin.service.runner import load_state
-from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase, solutions
-from rsep.plugin.store.matches import OxigraphMatchSink
+from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase, solutions
+from rsep.plugin.store.match_sink import OxigraphMatchSink
 from rsep.plugin.store.persistent import open_store
 from tests.service.support import OTHER, QUERIES, S1, S2, clock, event, plan_of, reference
 

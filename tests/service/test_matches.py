@@ -10,10 +10,10 @@ import pytest
 
 from rsep.plugin.algebra.events import ConstructForm, SelectForm
 from rsep.plugin.algebra.sparql import IRI, BNode, Literal, TriplePattern, Var
-from rsep.plugin.events import Timestamp
+from rsep.plugin.graph_events import Timestamp
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.results import Projector
-from rsep.plugin.service.matches import (
+from rsep.plugin.service.match_graphs import (
     MATCHES_GRAPH,
     EventRef,
     MatchGraph,
@@ -21,8 +21,8 @@ from rsep.plugin.service.matches import (
     match_iri,
     timestamp_nt,
 )
-from rsep.plugin.store.gpm import KnowledgeBase, solutions
-from rsep.plugin.store.matches import OxigraphMatchSink
+from rsep.plugin.store.gpm_stage import KnowledgeBase, solutions
+from rsep.plugin.store.match_sink import OxigraphMatchSink
 from rsep.plugin.store.persistent import open_store
 
 QID = "00112233aabbccdd"

@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rsep.grammar import parse_event_query
-from rsep.plugin.compile.plan import compile_query
+from rsep.plugin.compile.query_plan import compile_query
 from rsep.plugin.replay import number_events
-from rsep.plugin.service.matches import MatchGraph, match_iri
+from rsep.plugin.service.match_graphs import MatchGraph, match_iri
 from rsep.plugin.service.runner import QueryRunner, load_state, number_records
-from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
 from tests.service.support import (
     OTHER,
     QUERIES,

@@ -10,17 +10,17 @@ from collections.abc import Sequence
 import pytest
 
 from rsep.grammar import parse_event_query
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.log import LogRecord
 from rsep.plugin.service.registry import RegisteredQuery
 from rsep.plugin.service.window_graphs import EvaluationGraph, evaluation_graph
 from rsep.plugin.service.window_runner import WindowRunner
-from rsep.plugin.store.gpm import KnowledgeBase
+from rsep.plugin.store.gpm_stage import KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows
 from rsep.plugin.windows import plan_windows
-from rsep.plugin.windows.functions import to_ticks
-from rsep.plugin.windows.plan import Form, WindowPlan
-from rsep.plugin.windows.runtime import Answer, StreamItem, WindowReplay
+from rsep.plugin.windows.window_functions import to_ticks
+from rsep.plugin.windows.window_plan import Form, WindowPlan
+from rsep.plugin.windows.window_replay import Answer, StreamItem, WindowReplay
 
 S1 = "http://example.org/s1"
 S2 = "http://example.org/s2"

@@ -34,11 +34,11 @@ from rsep.plugin.algebra.sparql import (
     TriplePattern,
     Var,
 )
-from rsep.plugin.compile.plan import QueryPlan, compile_query
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.compile.query_plan import QueryPlan, compile_query
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.replay import NumberedEvent, Replay, number_events
-from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
 
 S1 = "urn:stream:1"
 S2 = "urn:stream:2"

@@ -38,13 +38,13 @@ from rsep.plugin.algebra.events import (
     Sequence,
 )
 from rsep.plugin.algebra.sparql import Node
-from rsep.plugin.compile.automaton import CompileError
-from rsep.plugin.compile.plan import QueryPlan
-from rsep.plugin.events import GraphEvent
+from rsep.plugin.compile.nfa_compiler import CompileError
+from rsep.plugin.compile.query_plan import QueryPlan
+from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.nfa.runtime import Match, Runtime
 from rsep.plugin.replay import NumberedEvent, groups_by_key, in_detection_order
 from rsep.plugin.spark.stage import SparkReplay
-from rsep.plugin.store.gpm import GpmEvaluator
+from rsep.plugin.store.gpm_stage import GpmEvaluator
 from tests.spark.conftest import (
     EV,
     S1,

@@ -19,8 +19,8 @@ import pytest
 from rsep.grammar import parse_event_query
 from rsep.plugin.algebra.events import Negation, SelectionStrategy, Sequence
 from rsep.plugin.algebra.sparql import XSD_INTEGER
-from rsep.plugin.compile.plan import compile_query
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.compile.query_plan import compile_query
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa.runtime import Match, NfaState
 from rsep.plugin.spark.adapter import (
     GPM_COLUMNS,
@@ -34,7 +34,7 @@ from rsep.plugin.spark.adapter import (
 from rsep.plugin.spark.cds import ClassCache
 from rsep.plugin.spark.session import default_conf, local_cores
 from rsep.plugin.spark.stage import SparkReplay
-from rsep.plugin.store.gpm import KnowledgeBase
+from rsep.plugin.store.gpm_stage import KnowledgeBase
 from tests.spark.conftest import (
     KB,
     S1,

@@ -12,22 +12,22 @@ from typing import TYPE_CHECKING
 import pytest
 
 from rsep.grammar import parse_event_query
-from rsep.plugin.compile.plan import QueryPlan, compile_query
-from rsep.plugin.events import GraphEvent
+from rsep.plugin.compile.query_plan import QueryPlan, compile_query
+from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.log import EventLog, LogRecord
-from rsep.plugin.service.checkpoint import CheckpointStore
-from rsep.plugin.service.matches import MATCHES_GRAPH
+from rsep.plugin.service.checkpoints import CheckpointStore
+from rsep.plugin.service.match_graphs import MATCHES_GRAPH
 from rsep.plugin.service.registry import RegisteredQuery, Registry
 from rsep.plugin.service.runner import QueryRunner
-from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase, solutions
-from rsep.plugin.store.matches import OxigraphMatchSink
+from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase, solutions
+from rsep.plugin.store.match_sink import OxigraphMatchSink
 from rsep.plugin.store.persistent import open_store
 from tests.service.support import clock
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from rsep.plugin.spark.streaming import SparkStreamingEngine
+    from rsep.plugin.spark.streaming_engine import SparkStreamingEngine
 
 
 def compile_text(query: RegisteredQuery) -> QueryPlan:
@@ -41,7 +41,7 @@ class Node:
     def __init__(
         self, root: Path, kb: KnowledgeBase, spark: SparkSession, trigger_interval: float = 0.05
     ) -> None:
-        from rsep.plugin.spark.streaming import SparkStreamingEngine
+        from rsep.plugin.spark.streaming_engine import SparkStreamingEngine
 
         self.root = root
         self.kb = kb

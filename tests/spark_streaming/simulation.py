@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
-from rsep.plugin.compile.plan import QueryPlan
+from rsep.plugin.compile.query_plan import QueryPlan
 from rsep.plugin.spark.log_source import EventLogReader, SnapshotFiles
 from rsep.plugin.spark.stream_stages import (
     TIME_HIGH,
@@ -30,8 +30,8 @@ from rsep.plugin.spark.stream_stages import (
     KeyedNfa,
     StreamGpmStage,
 )
-from rsep.plugin.spark.streaming import _outputs
-from rsep.plugin.store.gpm import BackgroundSnapshot
+from rsep.plugin.spark.streaming_engine import _outputs
+from rsep.plugin.store.gpm_stage import BackgroundSnapshot
 
 NO_TIMESTAMP = -1
 

@@ -11,14 +11,14 @@ import time
 
 import pytest
 
-from rsep.plugin.events import GraphEvent
+from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.log import LogRecord
 from rsep.plugin.nfa.snapshot import fingerprint
 from rsep.plugin.replay import NumberedEvent, Replay, number_events
-from rsep.plugin.service.matches import match_iri
+from rsep.plugin.service.match_graphs import match_iri
 from rsep.plugin.spark.log_source import SnapshotFiles
-from rsep.plugin.spark.streaming import _DRIVER_MAGIC
-from rsep.plugin.store.gpm import GpmEvaluator
+from rsep.plugin.spark.streaming_engine import _DRIVER_MAGIC
+from rsep.plugin.store.gpm_stage import GpmEvaluator
 from rsep.plugin.store.rdfio import load_into
 from tests.endpoint_streaming.conftest import SMART_GRID, smart_grid_events
 from tests.endpoint_streaming.test_results_and_push import synthetic_events

@@ -20,7 +20,7 @@ def make_app(tmp_path, **config):
 
 def test_the_spark_engine_is_built_without_starting_spark(tmp_path):
     from rsep.plugin.service.split import SplitEngine
-    from rsep.plugin.spark.streaming import SparkStreamingEngine
+    from rsep.plugin.spark.streaming_engine import SparkStreamingEngine
 
     app = make_app(tmp_path, RSEP_MASTER="local[1]")
     split = app.extensions["rsep.streaming"].engine

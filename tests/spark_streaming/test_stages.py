@@ -18,13 +18,13 @@ from hypothesis import strategies as st
 
 from rsep.grammar import parse_event_query
 from rsep.plugin.algebra.events import ConsumptionPolicy
-from rsep.plugin.compile.plan import QueryPlan, compile_query
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.compile.query_plan import QueryPlan, compile_query
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.log import EventLog, LogRecord
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.replay import Replay, number_events
 from rsep.plugin.results import Projector
-from rsep.plugin.service.matches import match_graph, match_iri
+from rsep.plugin.service.match_graphs import match_graph, match_iri
 from rsep.plugin.spark.log_source import SnapshotFiles, read_log
 from rsep.plugin.spark.stream_stages import (
     TIME_HIGH,
@@ -33,8 +33,8 @@ from rsep.plugin.spark.stream_stages import (
     time_below_watermark,
     watermark_after,
 )
-from rsep.plugin.spark.streaming import summary
-from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
+from rsep.plugin.spark.streaming_engine import summary
+from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
 from tests.service.support import OTHER, QUERIES, S1, S2, event, plan_of, records, reference
 from tests.spark.conftest import knowledge_base
 from tests.spark_streaming.simulation import Job, event_time_micros
@@ -269,7 +269,7 @@ def test_batches_follow_the_snapshot_their_offsets_name_also_when_replayed():
 
 def test_no_snapshot_files_for_a_query_without_background():
     plan = plan_of("any")
-    from rsep.plugin.spark.streaming import KbPublisher
+    from rsep.plugin.spark.streaming_engine import KbPublisher
 
     with tempfile.TemporaryDirectory() as folder:
         publisher = KbPublisher(KnowledgeBase(), plan, Path(folder) / "kb")
@@ -278,7 +278,7 @@ def test_no_snapshot_files_for_a_query_without_background():
 
 
 def test_a_publisher_writes_a_snapshot_only_when_the_answers_change(tmp_path):
-    from rsep.plugin.spark.streaming import KbPublisher
+    from rsep.plugin.spark.streaming_engine import KbPublisher
 
     plan = compile_query(parse_event_query(KB_QUERY))
     kb = knowledge_base("<urn:low> <urn:holds> 1")
@@ -395,10 +395,10 @@ def _batch_row(end: int, count: int) -> dict:
 def _driver(tmp_path: Path, kb: KnowledgeBase):
     """A Spark streaming engine that is never started (no Spark: only the driver's half),
     over state in `tmp_path`; a second one over the same folder is a restart."""
-    from rsep.plugin.service.checkpoint import CheckpointStore
+    from rsep.plugin.service.checkpoints import CheckpointStore
     from rsep.plugin.service.registry import Registry
-    from rsep.plugin.spark.streaming import SparkStreamingEngine
-    from rsep.plugin.store.matches import OxigraphMatchSink
+    from rsep.plugin.spark.streaming_engine import SparkStreamingEngine
+    from rsep.plugin.store.match_sink import OxigraphMatchSink
 
     parts = (EventLog(tmp_path / "log"), Registry(tmp_path / "queries"), CheckpointStore(tmp_path / "ck"))
     compiler = lambda q: compile_query(parse_event_query(q.text))  # noqa: E731

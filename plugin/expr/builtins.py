@@ -17,12 +17,11 @@ from typing import Final
 from urllib.parse import quote
 
 from rsep.plugin.algebra.sparql import RDF_LANGSTRING
-
-from . import temporal, xpath_regex
-from .decimals import EXACT
-from .errors import ExprError
-from .operators import same_term
-from .values import (
+from rsep.plugin.expr import temporal, xpath_regex
+from rsep.plugin.expr.decimals import EXACT
+from rsep.plugin.expr.errors import ExprError
+from rsep.plugin.expr.operators import same_term
+from rsep.plugin.expr.values import (
     BNODE,
     DATE,
     DATETIME,

@@ -40,15 +40,15 @@ from rsep.plugin.algebra.sparql import (
     Node,
     Var,
 )
-from rsep.plugin.compile.automaton import CompileError, compile_automaton
+from rsep.plugin.algebra.terms import term_to_nt
 from rsep.plugin.compile.entailment import entail_pattern
-from rsep.plugin.compile.gpm import GpmPlan, plan_gpm
-from rsep.plugin.compile.intervals import compile_interval_automaton, duration_bound
+from rsep.plugin.compile.gpm_plan import GpmPlan, plan_gpm
+from rsep.plugin.compile.interval_patterns import compile_interval_automaton, duration_bound
 from rsep.plugin.compile.lazy import lazy_needs
+from rsep.plugin.compile.nfa_compiler import CompileError, compile_automaton
 from rsep.plugin.expr import UnsupportedExpression, compile_filter
 from rsep.plugin.nfa.automaton import Automaton, ResidualFilter
 from rsep.plugin.nfa.runtime import Runtime
-from rsep.plugin.terms import term_to_nt
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,21 +32,21 @@ from flask import Flask, current_app
 from rsep.endpoint.resources import Resources
 from rsep.grammar import parse_event_query
 from rsep.plugin.algebra.events import ConsumptionPolicy
-from rsep.plugin.compile.automaton import CompileError
-from rsep.plugin.compile.plan import QueryPlan, compile_query
+from rsep.plugin.compile.nfa_compiler import CompileError
+from rsep.plugin.compile.query_plan import QueryPlan, compile_query
 from rsep.plugin.log import EventLog
-from rsep.plugin.service.checkpoint import CheckpointStore
+from rsep.plugin.service.checkpoints import CheckpointStore
 from rsep.plugin.service.engine import StreamingEngine
 from rsep.plugin.service.inprocess import InProcessEngine
 from rsep.plugin.service.listeners import MatchListeners
 from rsep.plugin.service.producers import Producers
 from rsep.plugin.service.registry import RegisteredQuery, Registry
 from rsep.plugin.service.split import SplitEngine
-from rsep.plugin.store.gpm import GpmEvaluator
-from rsep.plugin.store.matches import OxigraphMatchSink
+from rsep.plugin.store.gpm_stage import GpmEvaluator
+from rsep.plugin.store.match_sink import OxigraphMatchSink
 from rsep.plugin.store.prepare import check_plan, check_window_plan
 from rsep.plugin.store.windows import OxigraphWindows
-from rsep.plugin.windows.plan import WindowPlan, is_window_query, plan_windows
+from rsep.plugin.windows.window_plan import WindowPlan, is_window_query, plan_windows
 
 EXTENSION = "rsep.streaming"
 SHUTDOWN = "rsep.shutdown"
@@ -96,13 +96,13 @@ def _inprocess(parts: EngineParts, **options: Any) -> InProcessEngine:
 
 
 def _spark(parts: EngineParts) -> StreamingEngine:
-    """The Spark Structured Streaming engine (`rsep.plugin.spark.streaming`) on
+    """The Spark Structured Streaming engine (`rsep.plugin.spark.streaming_engine`) on
     RSEP_MASTER; its SparkSession starts with the engine. Only when Spark
     cannot run here at all (pyspark not installed, or no Java) do continuous
     queries run in-process instead, with a warning: `spark` is the default
     engine and the results are the same. Any other problem is an error."""
     try:
-        from rsep.plugin.spark.streaming import SparkStreamingEngine, java_missing
+        from rsep.plugin.spark.streaming_engine import SparkStreamingEngine, java_missing
     except ModuleNotFoundError as error:
         if (error.name or "").split(".")[0] not in ("pyspark", "py4j"):
             raise

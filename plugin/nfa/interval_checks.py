@@ -21,6 +21,7 @@ from decimal import Decimal
 from rsep.plugin.algebra.analysis import map_expr
 from rsep.plugin.algebra.events import DURATION_FUNCTION, END_TIME_FUNCTION, START_TIME_FUNCTION
 from rsep.plugin.algebra.sparql import IRI, Expr, FunctionCall, Var
+from rsep.plugin.algebra.terms import literal_nt
 from rsep.plugin.expr import ExprError, compile_expr, compile_filter, stored_nt
 from rsep.plugin.nfa.automaton import (
     IntervalBind,
@@ -31,7 +32,6 @@ from rsep.plugin.nfa.automaton import (
     MaybeUnbound,
     Relation,
 )
-from rsep.plugin.terms import literal_nt
 
 Span = tuple[float, float]
 _Predicate = Callable[[Mapping[str, str]], bool]

@@ -61,8 +61,8 @@ from rsep.plugin.algebra.sparql import (
     UnionPattern,
     Var,
 )
-from rsep.plugin.compile.automaton import CompileError
 from rsep.plugin.compile.entailment import BackgroundLookup, is_blank_node_var, is_hidden
+from rsep.plugin.compile.nfa_compiler import CompileError
 from rsep.plugin.nfa.automaton import Atom, ResidualFilter
 
 EVENT_VAR = "__rsep_event"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from rsep.plugin.algebra.sparql import XSD
-from rsep.plugin.terms import literal_nt
+from rsep.plugin.algebra.terms import literal_nt
 
 XSD_DATETIME = XSD + "dateTime"
 XSD_DATETIMESTAMP = XSD + "dateTimeStamp"

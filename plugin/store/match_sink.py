@@ -25,8 +25,8 @@ from typing import TypeVar
 
 import pyoxigraph as ox
 
-from rsep.plugin.service.matches import MATCHES_GRAPH, PROV, RDF_TYPE, RSEP, ResultGraph
-from rsep.plugin.store.gpm import KnowledgeBase
+from rsep.plugin.service.match_graphs import MATCHES_GRAPH, PROV, RDF_TYPE, RSEP, ResultGraph
+from rsep.plugin.store.gpm_stage import KnowledgeBase
 
 _MATCHES = ox.NamedNode(MATCHES_GRAPH)
 _GENERATED_BY = ox.NamedNode(PROV + "wasGeneratedBy")

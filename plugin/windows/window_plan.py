@@ -67,8 +67,8 @@ from rsep.plugin.algebra.sparql import (
     Var,
     has_scheme,
 )
-from rsep.plugin.compile.automaton import CompileError
 from rsep.plugin.compile.entailment import entail_window_pattern
+from rsep.plugin.compile.nfa_compiler import CompileError
 from rsep.plugin.compile.paths import NestedPathError, NestedSite, compile_nested_paths
 from rsep.plugin.windows.cep import (
     INTERVAL_END,

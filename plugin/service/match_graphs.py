@@ -19,10 +19,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from rsep.plugin.events import XSD_DATETIME, Timestamp, timestamp_nt
+from rsep.plugin.algebra.terms import iri_nt, literal_nt
+from rsep.plugin.graph_events import XSD_DATETIME, Timestamp, timestamp_nt
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.results import Projector, interval_start
-from rsep.plugin.terms import iri_nt, literal_nt
 
 RSEP = "https://w3id.org/rsep#"
 RS = "http://www.w3.org/2001/sw/DataAccess/tests/result-set#"

@@ -96,7 +96,8 @@ from rsep.plugin.algebra.events import (
     event_children,
 )
 from rsep.plugin.algebra.sparql import IRI, BinaryOp, Expr, FunctionCall, Literal
-from rsep.plugin.compile.automaton import CompileError
+from rsep.plugin.algebra.terms import term_to_nt
+from rsep.plugin.compile.nfa_compiler import CompileError
 from rsep.plugin.expr import stored_nt
 from rsep.plugin.nfa.automaton import (
     AntiJoin,
@@ -116,7 +117,6 @@ from rsep.plugin.nfa.automaton import (
     State,
     extension_marker,
 )
-from rsep.plugin.terms import term_to_nt
 
 MAX_ALTERNATIVES = 4096
 _ANY = SelectionStrategy.SKIP_TILL_ANY

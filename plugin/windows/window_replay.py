@@ -2,7 +2,7 @@
 
 For each evaluation time t of the report policy's schedule, each window's
 content is its window function applied to its stream at t
-(rsep.plugin.windows.functions); the evaluator (the Oxigraph adapter,
+(rsep.plugin.windows.window_functions); the evaluator (the Oxigraph adapter,
 rsep.plugin.store.windows) answers the plan's SPARQL query over those
 contents. Within a schedule segment the contents do not change, so the
 answer is computed once per segment and reported at each of its times; an
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Protocol, cast, runtime_checkable
 
 from rsep.plugin.algebra.events import ConstructForm, NowWindow, ReportPolicy, TimeWindow, Window
-from rsep.plugin.events import GraphEvent, Timestamp
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.windows.construct import ConstructTemplate
-from rsep.plugin.windows.functions import Extent, extent, to_ticks
-from rsep.plugin.windows.plan import WindowPlan
 from rsep.plugin.windows.schedule import ContentChange, Schedule, WindowClose
+from rsep.plugin.windows.window_functions import Extent, extent, to_ticks
+from rsep.plugin.windows.window_plan import WindowPlan
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,9 +10,12 @@ from there (match writes are idempotent, so a replayed batch changes nothing).
 from __future__ import annotations
 
 import hashlib
+import io
+import pickle
 import shutil
 import threading
 from pathlib import Path
+from typing import Any
 
 from rsep.plugin.service.registry import fsync_directory, write_atomically
 
@@ -92,3 +95,31 @@ def _verified(path: Path) -> bytes | None:
     digest = data[len(MAGIC) : len(MAGIC) + _DIGEST]
     payload = data[len(MAGIC) + _DIGEST :]
     return payload if hashlib.sha256(payload).digest() == digest else None
+
+
+# ---------------------------------------------------------------------- reading older pickles
+
+RENAMED_MODULES = {
+    "rsep.plugin.events": "rsep.plugin.graph_events",
+    "rsep.plugin.store.gpm": "rsep.plugin.store.gpm_stage",
+    "rsep.plugin.terms": "rsep.plugin.algebra.terms",
+}
+"""Modules whose classes older checkpoints (and Spark's background snapshots) name, and where
+those classes live now."""
+
+
+class _LegacyUnpickler(pickle.Unpickler):
+    """Reads what an older rsep pickled: classes of rsep's own modules (under their names of
+    today) and of the standard library's data types; anything else is refused, so a checkpoint
+    file cannot make the endpoint import arbitrary code."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        module = RENAMED_MODULES.get(module, module)
+        if module.startswith("rsep.") or module in ("builtins", "collections", "datetime", "decimal"):
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"a checkpoint names {module}.{name}, which rsep never pickles")
+
+
+def load_pickle(data: bytes) -> Any:
+    """`pickle.loads` for data rsep wrote to disk in this or an older version."""
+    return _LegacyUnpickler(io.BytesIO(data)).load()

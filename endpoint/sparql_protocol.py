@@ -18,7 +18,7 @@ from typing import Literal
 from flask import Blueprint, Flask, Response, make_response, request
 from lark import Tree
 
-from rsep.endpoint.errors import BadRequest, UnsupportedMediaType, error_response
+from rsep.endpoint.http_errors import BadRequest, UnsupportedMediaType, error_response
 from rsep.endpoint.negotiation import content_type, negotiate_request, parse_content_type
 from rsep.endpoint.parameters import FORM, Params, parameters
 from rsep.endpoint.queries import register_text, request_options

@@ -17,21 +17,21 @@ from pathlib import Path
 from rsep.grammar import parse_event_query
 from rsep.plugin.algebra.events import ConstructForm, ConsumptionPolicy, EventQuery
 from rsep.plugin.closure import DERIVED_STREAM, Closure
-from rsep.plugin.compile.automaton import CompileError
-from rsep.plugin.compile.plan import QueryPlan, compile_query
-from rsep.plugin.events import GraphEvent
+from rsep.plugin.compile.nfa_compiler import CompileError
+from rsep.plugin.compile.query_plan import QueryPlan, compile_query
+from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.replay import NumberedEvent, Replay, number_events
 from rsep.plugin.results import Projector, Solution, derived_event, jsonl_line, srj_document
-from rsep.plugin.store.gpm import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
 from rsep.plugin.store.prepare import check_plan, check_window_plan
 from rsep.plugin.store.rdfio import DataError, events_trig, load_into, read_event_file, timestamp_position
 from rsep.plugin.store.windows import replay_window_events
 from rsep.plugin.windows import is_window_query, plan_windows
 from rsep.plugin.windows.chain import CycleError, dependency_order
-from rsep.plugin.windows.functions import to_ticks
 from rsep.plugin.windows.output import WindowRun
-from rsep.plugin.windows.plan import Form, WindowPlan
+from rsep.plugin.windows.window_functions import to_ticks
+from rsep.plugin.windows.window_plan import Form, WindowPlan
 
 Streams = dict[str, list[GraphEvent]]
 """Events per stream IRI, each list in time order."""

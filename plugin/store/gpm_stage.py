@@ -19,9 +19,9 @@ from typing import Protocol
 import pyoxigraph as ox
 
 from rsep.plugin.compile.entailment import SCHEMA_GRAPH, SCHEMA_PREDICATES, is_blank_node_var
-from rsep.plugin.compile.gpm import EVENT_GRAPH_PREFIX, EVENT_VAR, GpmPlan, Lookup
+from rsep.plugin.compile.gpm_plan import EVENT_GRAPH_PREFIX, EVENT_VAR, GpmPlan, Lookup
 from rsep.plugin.compile.lazy import Needs
-from rsep.plugin.events import GraphEvent
+from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.nfa.automaton import Atom, DisjunctionAtom, GpmAtom
 from rsep.plugin.store.rdfio import batch_nquads
 
@@ -53,7 +53,7 @@ class KnowledgeBase:
         return self.default_version
 
     def lookup(self, query: str) -> list[dict[str, str]]:
-        """A lookup's solutions (lookups read the default graph only, rsep.plugin.compile.gpm),
+        """A lookup's solutions (lookups read the default graph only, rsep.plugin.compile.gpm_plan),
         evaluated again only when the default graph may have changed."""
         version = self.default_version  # read first: an update during the query dates it stale
         cached = self._lookups.get(query)

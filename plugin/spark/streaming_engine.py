@@ -33,7 +33,7 @@ start anywhere in the log (`from=0` replays history while others are at the
 head), and stopping, failing or replaying one query never touches another.
 The price is one planner process and one trigger loop per query.
 
-Only this package imports pyspark: `rsep.endpoint.streaming` asks `java_missing`
+Only this package imports pyspark: `rsep.endpoint.engines` asks `java_missing`
 whether Spark can run at all and builds a `SparkStreamingEngine`, which starts
 its session when it starts (docs/spark.md, "The streaming engine").
 """
@@ -75,16 +75,16 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from rsep.plugin.compile.plan import QueryPlan
-from rsep.plugin.events import Timestamp
+from rsep.plugin.compile.query_plan import QueryPlan
+from rsep.plugin.graph_events import Timestamp
 from rsep.plugin.log import EventLog, LogRecord
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.nfa.snapshot import fingerprint
 from rsep.plugin.results import Projector
-from rsep.plugin.service.checkpoint import CheckpointStore
+from rsep.plugin.service.checkpoints import CheckpointStore, load_pickle
 from rsep.plugin.service.engine import FAILED, RUNNING, WAITING, MatchSink, QueryCompiler, QueryProgress
 from rsep.plugin.service.listeners import MatchListeners
-from rsep.plugin.service.matches import EventRef, MatchGraph, match_graph
+from rsep.plugin.service.match_graphs import EventRef, MatchGraph, match_graph
 from rsep.plugin.service.registry import ACTIVE, QUERY_IRI_PREFIX, RegisteredQuery, Registry
 from rsep.plugin.spark.log_source import SOURCE_NAME, EventLogSource, SnapshotFiles
 from rsep.plugin.spark.session import get_session
@@ -98,7 +98,7 @@ from rsep.plugin.spark.stream_stages import (
     KeyedNfa,
     StreamGpmStage,
 )
-from rsep.plugin.store.gpm import BackgroundSnapshot, KnowledgeBase
+from rsep.plugin.store.gpm_stage import BackgroundSnapshot, KnowledgeBase
 
 logger = logging.getLogger("rsep.spark.streaming")
 
@@ -698,7 +698,7 @@ def _driver_payload(slot: _Slot, batch_id: int) -> bytes:
 def _restore(payload: bytes | None) -> dict[str, Any] | None:
     if payload is None or not payload.startswith(_DRIVER_MAGIC):
         return None  # none yet, or the in-process engine's: Spark's checkpoint decides where to resume
-    data = pickle.loads(payload[len(_DRIVER_MAGIC) :])
+    data = load_pickle(payload[len(_DRIVER_MAGIC) :])
     assert isinstance(data, dict)
     return data
 
