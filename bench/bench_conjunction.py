@@ -22,7 +22,8 @@ from rsep.grammar import parse_event_query
 from rsep.plugin.compile.query_plan import QueryPlan, compile_query
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa.runtime import Match
-from rsep.plugin.replay import NumberedEvent, Replay, number_events
+from rsep.plugin.numbering import NumberedEvent, number_events
+from rsep.plugin.replay import Replay
 from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
 
 EX = "http://example.org/"

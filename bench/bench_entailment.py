@@ -59,7 +59,8 @@ from rsep.plugin.algebra.sparql import GroupPattern
 from rsep.plugin.compile.entailment import Mechanism, entail_pattern
 from rsep.plugin.compile.query_plan import QueryPlan, compile_query, event_pattern_of
 from rsep.plugin.graph_events import GraphEvent, Timestamp
-from rsep.plugin.replay import NumberedEvent, Replay, number_events
+from rsep.plugin.numbering import NumberedEvent, number_events
+from rsep.plugin.replay import Replay
 from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows
 from rsep.plugin.windows import plan_windows

@@ -30,6 +30,7 @@ from rsep.endpoint import settings
 from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, render, run
 from rsep.plugin.algebra.events import ConsumptionPolicy
 from rsep.plugin.compile.entailment import REGIMES
+from rsep.plugin.errors import InvalidInput, RsepError
 from rsep.plugin.store.sparql_service import is_absolute_iri
 
 if TYPE_CHECKING:
@@ -155,12 +156,12 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         app = create_app(config)
     except OSError as error:  # e.g. the store is locked by another `rsep serve`
-        raise ValueError(f"rsep: cannot open the data directory {args.data}: {error}") from None
+        raise InvalidInput(f"rsep: cannot open the data directory {args.data}: {error}") from None
     try:
         server = create_server(app, host=args.host, port=args.port, threads=SERVE_THREADS, ident="rsep")
     except OSError as error:
         _shut_down(app)
-        raise ValueError(
+        raise InvalidInput(
             f"rsep: cannot listen on {args.host}:{args.port}: {error.strerror or error}"
         ) from None
     _stop_on_signals(lambda: _shut_down(app))
@@ -214,9 +215,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
         return code
-    except ValueError as error:  # bad input: every such error derives from ValueError
+    except InvalidInput as error:  # bad input: its message starts with where it is
         sys.stderr.write(f"{_one_line(error)}\n")
-    except (OSError, RuntimeError) as error:  # the machine or the engine: Spark, Java, a socket
+        return int(error.exit_status)
+    except RsepError as error:  # the engine (Spark, Java) or what the input names
+        sys.stderr.write(f"rsep: {_one_line(error)}\n")
+        return int(error.exit_status)
+    except OSError as error:  # the machine: a file, a socket
         sys.stderr.write(f"rsep: {_one_line(error)}\n")
     return EXIT_FAILURE
 

@@ -34,6 +34,7 @@ from rsep.grammar import parse_event_query
 from rsep.plugin.algebra.events import ConsumptionPolicy
 from rsep.plugin.compile.nfa_compiler import CompileError
 from rsep.plugin.compile.query_plan import QueryPlan, compile_query
+from rsep.plugin.errors import InvalidInput
 from rsep.plugin.log import EventLog
 from rsep.plugin.service.checkpoints import CheckpointStore
 from rsep.plugin.service.engine import StreamingEngine
@@ -102,13 +103,14 @@ def _spark(parts: EngineParts) -> StreamingEngine:
     queries run in-process instead, with a warning: `spark` is the default
     engine and the results are the same. Any other problem is an error."""
     try:
-        from rsep.plugin.spark.streaming_engine import SparkStreamingEngine, java_missing
+        from rsep.plugin.spark.session import java_problem
+        from rsep.plugin.spark.streaming_engine import SparkStreamingEngine
     except ModuleNotFoundError as error:
         if (error.name or "").split(".")[0] not in ("pyspark", "py4j"):
             raise
         reason: str | None = f"pyspark is not installed ({error})"
     else:
-        reason = java_missing()
+        reason = java_problem()
     if reason is not None:
         parts.app.logger.warning("RSEP_ENGINE=spark: %s; continuous queries run in-process", reason)
         return _inprocess(parts)
@@ -157,7 +159,7 @@ def _make_engine(parts: EngineParts) -> StreamingEngine:
     name = str(parts.app.config["RSEP_ENGINE"])
     factory = ENGINES.get(name)
     if factory is None:
-        raise ValueError(f"RSEP_ENGINE: unknown engine {name!r} (known: {', '.join(sorted(ENGINES))})")
+        raise InvalidInput(f"RSEP_ENGINE: unknown engine {name!r} (known: {', '.join(sorted(ENGINES))})")
     return factory(parts)
 
 

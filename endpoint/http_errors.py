@@ -1,7 +1,7 @@
 """The endpoint's errors and the one place they become HTTP responses.
 
-Views raise an `ApiError` subclass (or let a `SparqlSyntaxError` or a store `ServiceError`
-escape); `handle` renders all of them, and werkzeug's own HTTP errors, the same way: `text/plain`
+Views raise an `ApiError` subclass (or let any `RsepError` escape: its kind decides the status,
+rsep.plugin.errors); `handle` renders all of them, and werkzeug's own HTTP errors, the same way: `text/plain`
 such as `query:1:24: unexpected '}'; expected ...` (the parameter, then the position), or JSON
 when the client accepts JSON but not plain text. The bearer-token check lives here too, because
 its only output is an error.
@@ -11,23 +11,17 @@ from __future__ import annotations
 
 import hmac
 import json
+from http import HTTPStatus
 from typing import Any
 
 from flask import Flask, Response, current_app, request
 from werkzeug import exceptions as http
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from rsep.grammar import SparqlSyntaxError
-from rsep.plugin.store.sparql_service import (
-    PayloadError,
-    QuerySyntaxError,
-    ServiceCallError,
-    ServiceError,
-    UnrepresentableResult,
-)
+from rsep.plugin.errors import RsepError
 
 
-class ApiError(Exception):
+class ApiError(RsepError):
     """An error the client should see, with its HTTP status. `parameter` names the request
     parameter (or `body`) at fault; `line` and `column` locate the error inside it."""
 
@@ -107,18 +101,8 @@ def as_api_error(error: Exception) -> ApiError:
     """The ApiError a core exception means to a client."""
     if isinstance(error, ApiError):
         return error
-    if isinstance(error, SparqlSyntaxError):
-        return BadRequest(error.message, parameter=error.source, line=error.line, column=error.column)
-    if isinstance(error, PayloadError):
-        return BadRequest(error.message, parameter="body", line=error.line, column=error.column)
-    if isinstance(error, QuerySyntaxError):
-        return BadRequest(error.message, parameter=error.source, line=error.line, column=error.column)
-    if isinstance(error, ServiceCallError):
-        return BadGateway(error.message)
-    if isinstance(error, UnrepresentableResult):
-        return NotAcceptable(error.message)
-    if isinstance(error, ServiceError):
-        return BadRequest(error.message)
+    if isinstance(error, RsepError):
+        return _of_kind(error)
     if isinstance(error, InternalServerError):
         return _HttpError(InternalServerError())  # never the original exception's text
     if isinstance(error, http.MethodNotAllowed):
@@ -127,6 +111,14 @@ def as_api_error(error: Exception) -> ApiError:
     if isinstance(error, HTTPException):
         return _HttpError(error)
     raise TypeError(f"not an error the endpoint renders: {type(error).__name__}")
+
+
+def _of_kind(error: RsepError) -> ApiError:
+    """A core error as the status its kind says (rsep.plugin.errors), located where it knows."""
+    found = ApiError(error.detail, parameter=error.source, line=error.line, column=error.column)
+    found.status = error.http_status
+    found.title = HTTPStatus(error.http_status).phrase
+    return found
 
 
 def error_response(error: ApiError) -> Response:
@@ -178,6 +170,6 @@ def check_token() -> None:
 
 
 def init_app(app: Flask) -> None:
-    for kind in (ApiError, SparqlSyntaxError, ServiceError, HTTPException):
+    for kind in (RsepError, HTTPException):
         app.register_error_handler(kind, handle)
     app.before_request(check_token)

@@ -18,14 +18,15 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from rsep.endpoint.run_command import StreamFile
+from rsep.plugin.errors import InvalidInput
 from rsep.plugin.graph_events import GraphEvent
-from rsep.plugin.replay import number_events
+from rsep.plugin.numbering import number_events
 from rsep.plugin.store.rdfio import read_event_file
 
 TIMEOUT_SECONDS = 60.0
 
 
-class PostError(ValueError):
+class PostError(InvalidInput):
     """A request the endpoint refused (or could not be reached), with what was accepted before."""
 
 

@@ -19,9 +19,11 @@ from rsep.plugin.algebra.events import ConstructForm, ConsumptionPolicy, EventQu
 from rsep.plugin.closure import DERIVED_STREAM, Closure
 from rsep.plugin.compile.nfa_compiler import CompileError
 from rsep.plugin.compile.query_plan import QueryPlan, compile_query
+from rsep.plugin.errors import EngineFailure, InvalidInput
 from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.nfa.runtime import Match
-from rsep.plugin.replay import NumberedEvent, Replay, number_events
+from rsep.plugin.numbering import NumberedEvent, number_events
+from rsep.plugin.replay import Replay
 from rsep.plugin.results import Projector, Solution, derived_event, jsonl_line, srj_document
 from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
 from rsep.plugin.store.prepare import check_plan, check_window_plan
@@ -37,12 +39,8 @@ Streams = dict[str, list[GraphEvent]]
 """Events per stream IRI, each list in time order."""
 
 
-class UsageError(ValueError):
+class UsageError(InvalidInput):
     """A request that cannot be served as given (unknown stream, missing file)."""
-
-
-class EngineError(RuntimeError):
-    """The engine failed while running a valid request (Spark did not start, a job failed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,4 +386,4 @@ def replay(
     try:
         return SparkReplay(plan, kb, get_session(master)).run(events)
     except SPARK_ERRORS as error:
-        raise EngineError(f"Spark failed on {master}: {failure_message(error)}") from None
+        raise EngineFailure(f"Spark failed on {master}: {failure_message(error)}") from None

@@ -17,19 +17,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rsep.plugin.errors import InvalidInput
+
 ENGINE_NAMES = ("spark", "inprocess")
 """The names of `rsep.endpoint.engines.ENGINES` (a test holds them equal)."""
 
 
 def _engine(text: str) -> str:
     if text not in ENGINE_NAMES:
-        raise ValueError(f"expected one of {', '.join(ENGINE_NAMES)}, got {text!r}")
+        raise InvalidInput(f"expected one of {', '.join(ENGINE_NAMES)}, got {text!r}")
     return text
 
 
 def _text(text: str) -> str:
     if not text.strip():
-        raise ValueError("expected a value, got nothing")
+        raise InvalidInput("expected a value, got nothing")
     return text
 
 
@@ -39,14 +41,14 @@ def _seconds(text: str) -> float:
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value < 0:
-        raise ValueError(f"expected a number of seconds (0 or more), got {text!r}")
+        raise InvalidInput(f"expected a number of seconds (0 or more), got {text!r}")
     return value
 
 
 def _positive_seconds(text: str) -> float:
     value = _seconds(text)
     if value == 0:
-        raise ValueError(f"expected a number of seconds above 0, got {text!r}")
+        raise InvalidInput(f"expected a number of seconds above 0, got {text!r}")
     return value
 
 
@@ -114,5 +116,5 @@ def configuration(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[
             try:
                 config[setting.key] = setting.parse(environ[setting.key])
             except ValueError as error:
-                raise ValueError(f"rsep: {setting.key}: {error}") from None
+                raise InvalidInput(f"rsep: {setting.key}: {error}") from None
     return config

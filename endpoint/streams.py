@@ -29,7 +29,7 @@ from rsep.endpoint import engines as streaming_setup
 from rsep.endpoint.engines import Streaming, streaming
 from rsep.endpoint.http_errors import BadRequest, UnsupportedMediaType
 from rsep.plugin.graph_events import Timestamp
-from rsep.plugin.log import MixedTimeError, OutOfOrderError
+from rsep.plugin.log import LateEventError, MixedTimeError
 from rsep.plugin.store.rdfio import MEDIA_TYPES, DataError, parse_events, payload_timestamp_position
 
 bp = Blueprint("streams", __name__)
@@ -58,7 +58,7 @@ def ingest() -> tuple[Response, int]:
             appended = service.producers.append(events)
         except DataError as error:
             raise BadRequest(error.message, parameter="body", line=error.line, column=error.column) from None
-        except OutOfOrderError as error:
+        except LateEventError as error:
             raise BadRequest(str(error), parameter="body") from None
         except MixedTimeError as error:
             raise _mixed_kinds(error, data, arrival) from None

@@ -21,12 +21,13 @@ from lark.visitors import Transformer
 
 from rsep.grammar.sparql_transformer import SparqlTransformer, StaticSemanticsError, terminal_name
 from rsep.plugin.algebra.sparql import AGGREGATES, BUILTIN_ARITY, Query
+from rsep.plugin.errors import InvalidInput
 
 GRAMMAR_PACKAGE = "rsep.grammar"
 SPARQL_GRAMMAR = "sparql11"
 
 
-class SparqlSyntaxError(ValueError):
+class SparqlSyntaxError(InvalidInput):
     """A query or update that does not parse or breaks a static rule of SPARQL.
 
     `str(error)` is `"<source>:<line>:<column>: <message>"`; `expected` lists what would have been
@@ -34,16 +35,15 @@ class SparqlSyntaxError(ValueError):
     a text that parsed but broke a rule from one that did not parse."""
 
     static = False
+    source: str
+    line: int
+    column: int
 
     def __init__(
         self, message: str, *, source: str, line: int, column: int, expected: Iterable[str] = ()
     ) -> None:
-        self.message = message
-        self.source = source
-        self.line = line
-        self.column = column
+        super().__init__(message, source=source, line=line, column=column)
         self.expected = list(expected)
-        super().__init__(f"{source}:{line}:{column}: {message}")
 
     def __str__(self) -> str:
         return f"{self.source}:{self.line}:{self.column}: {self.message}"

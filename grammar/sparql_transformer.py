@@ -79,6 +79,7 @@ from rsep.plugin.algebra.sparql import (
     Var,
     VarOrTerm,
 )
+from rsep.plugin.errors import InternalError
 
 RDF_FIRST = RDF + "first"
 RDF_REST = RDF + "rest"
@@ -88,8 +89,11 @@ _BUILTIN_ALIASES = {"URI": "IRI", "ISURI": "ISIRI"}
 _NUMERIC_TYPES = {"INTEGER": XSD_INTEGER, "DECIMAL": XSD_DECIMAL, "DOUBLE": XSD_DOUBLE}
 
 
-class StaticSemanticsError(Exception):
+class StaticSemanticsError(InternalError):
     """A static rule of SPARQL is broken at (line, column); see `rsep.grammar.parser.SparqlSyntaxError`."""
+
+    line: int
+    column: int
 
     def __init__(self, message: str, line: int, column: int) -> None:
         super().__init__(message)

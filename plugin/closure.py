@@ -15,32 +15,32 @@ blank node from its own output) is stopped after `max_rounds` rounds with a
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rsep.plugin.algebra.events import ConstructForm
 from rsep.plugin.compile.query_plan import QueryPlan
+from rsep.plugin.errors import InvalidInput
 from rsep.plugin.graph_events import GraphEvent
-from rsep.plugin.nfa import snapshot
-from rsep.plugin.nfa.runtime import Match, NfaState, Runtime
-from rsep.plugin.replay import GpmEvaluatorLike, Key, NumberedEvent, groups_by_key
+from rsep.plugin.nfa.keyed import GpmEvaluatorLike, KeyedNfa, KeyedState, copy_state
+from rsep.plugin.nfa.runtime import Match
+from rsep.plugin.numbering import NumberedEvent
 from rsep.plugin.results import Projector, graph_body, interval_start
 
 DERIVED_STREAM = "urn:rsep:derived"
 MAX_ROUNDS = 32
 
 
-class ClosureError(ValueError):
+class ClosureError(InvalidInput):
     """The rules derive without end at one timestamp."""
 
 
 @dataclass
 class _Query:
     plan: QueryPlan
-    runtime: Runtime
+    keyed: KeyedNfa
     evaluator: GpmEvaluatorLike
-    states: dict[Key, NfaState]
+    state: KeyedState
     matches: list[Match]
     feeds_back: bool
     projector: Projector
@@ -65,9 +65,9 @@ class Closure:
         self.queries = [
             _Query(
                 plan,
-                Runtime(plan.automaton),
+                KeyedNfa(plan.automaton, plan.key),
                 evaluator,
-                {},
+                KeyedState(),
                 [],
                 isinstance(plan.query.form, ConstructForm),
                 Projector.for_plan(plan, scope),
@@ -86,17 +86,14 @@ class Closure:
         return [sorted(q.matches, key=Match.key) for q in self.queries], self.events
 
     def _timestamp(self, inputs: list[NumberedEvent]) -> None:
-        saved = [_copy(q.states) for q in self.queries]
         derived: dict[tuple[object, ...], NumberedEvent] = {}
         for _ in range(self.max_rounds):
             batch = [*inputs, *derived.values()]
-            found = [
-                self._evaluate(q, _copy(states), batch) for q, states in zip(self.queries, saved, strict=True)
-            ]
+            found = [self._evaluate(q, copy_state(q.state), batch) for q in self.queries]
             fresh = self._derive(found, inputs[0], derived)
             if not fresh:
-                for query, (states, matches) in zip(self.queries, found, strict=True):
-                    query.states = states
+                for query, (state, matches) in zip(self.queries, found, strict=True):
+                    query.state = state
                     query.matches.extend(matches)
                 return
             derived.update(fresh)
@@ -106,24 +103,19 @@ class Closure:
         )
 
     def _evaluate(
-        self, query: _Query, states: dict[Key, NfaState], batch: list[NumberedEvent]
-    ) -> tuple[dict[Key, NfaState], list[Match]]:
+        self, query: _Query, state: KeyedState, batch: list[NumberedEvent]
+    ) -> tuple[KeyedState, list[Match]]:
+        """One round of a timestamp, from the states before it (a copy: the next round starts
+        from them again)."""
         rows = query.evaluator.evaluate((n.id, n.event) for n in batch)
-        ranks = {n.id: n for n in batch}
-        matches: list[Match] = []
-        for key, groups in groups_by_key(rows, ranks, query.plan.key).items():
-            state = states.get(key) or query.runtime.new_state()
-            state, found = query.runtime.process(state, groups)
-            states[key] = state
-            matches.extend(found)
-        last = batch[0]
-        for state in states.values():
-            query.runtime.advance_time(state, last.rank, last.event.time.seconds)
-        return states, matches
+        at = batch[0]
+        numbered = {n.id: n for n in batch}
+        matches = query.keyed.step(state, rows, numbered, at.rank, at.event.time.seconds, tentative=False)
+        return state, matches
 
     def _derive(
         self,
-        found: list[tuple[dict[Key, NfaState], list[Match]]],
+        found: list[tuple[KeyedState, list[Match]]],
         at: NumberedEvent,
         known: dict[tuple[object, ...], NumberedEvent],
     ) -> dict[tuple[object, ...], NumberedEvent]:
@@ -157,8 +149,3 @@ def _by_rank(events: Sequence[NumberedEvent]) -> list[list[NumberedEvent]]:
         else:
             batches.append([event])
     return batches
-
-
-def _copy(states: dict[Key, NfaState]) -> dict[Key, NfaState]:
-    data: dict[Key, NfaState] = snapshot.decode(pickle.loads(pickle.dumps(snapshot.encode(states))))
-    return data

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from rsep.plugin.algebra.sparql import XSD
 from rsep.plugin.algebra.terms import literal_nt
+from rsep.plugin.errors import InvalidInput
 
 XSD_DATETIME = XSD + "dateTime"
 XSD_DATETIMESTAMP = XSD + "dateTimeStamp"
@@ -36,7 +37,7 @@ _JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?
 """RFC 8259's number syntax."""
 
 
-class TimestampError(ValueError):
+class TimestampError(InvalidInput):
     """A timestamp literal that is neither an xsd:dateTime nor a number."""
 
 

@@ -27,16 +27,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rsep.plugin.errors import InvalidInput
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 
 SEGMENT_SIZE = 50_000
 
 
-class OutOfOrderError(ValueError):
+class LateEventError(InvalidInput):
     """An event older than the newest accepted one."""
 
 
-class MixedTimeError(ValueError):
+class MixedTimeError(InvalidInput):
     """An event whose timestamp is not of the log's kind (xsd:dateTime or number); `event` is
     that event, for the caller to locate in its input."""
 
@@ -126,7 +127,7 @@ class EventLog:
             return range(first, self._next)
 
     def check_order(self, events: Sequence[GraphEvent]) -> None:
-        """Raise OutOfOrderError unless `events` may follow the log's newest event, in order, and
+        """Raise LateEventError unless `events` may follow the log's newest event, in order, and
         MixedTimeError unless their timestamps are all of the log's kind."""
         last = self._last_time
         numeric, first = self._numeric, None
@@ -136,7 +137,7 @@ class EventLog:
             elif event.time.numeric != numeric:
                 raise _mixed(event, first)
             if last is not None and event.time.seconds < last:
-                raise OutOfOrderError(
+                raise LateEventError(
                     f"event {event.name} at {event.time.lexical} is older than the newest accepted event "
                     "(events must arrive in timestamp order across all streams)"
                 )

@@ -33,6 +33,7 @@ from rsep.plugin.algebra.events import (
     Sequence,
     SourcePosition,
 )
+from rsep.plugin.errors import InvalidInput
 from rsep.plugin.nfa.automaton import (
     Atom,
     Automaton,
@@ -45,7 +46,7 @@ from rsep.plugin.nfa.automaton import (
 )
 
 
-class CompileError(ValueError):
+class CompileError(InvalidInput):
     """A query the compiler rejects, with the reason and, when the query was parsed from text,
     where the construct at fault is written. `str()` is the message alone until `located` names
     the source: then it is `source:line:column: message` (or `source: message`)."""
@@ -55,6 +56,8 @@ class CompileError(ValueError):
     ) -> None:
         super().__init__(message)
         self.message, self.position, self.source = message, position, source
+        if position is not None:
+            self.line, self.column = position.line, position.column
 
     def __str__(self) -> str:
         if self.source is None:

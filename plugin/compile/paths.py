@@ -50,13 +50,14 @@ from rsep.plugin.algebra.sparql import (
     TriplePattern,
     Var,
 )
+from rsep.plugin.errors import InvalidInput
 
 NESTED_GRAPH = RSEP + "nested/"
 """Prefix of the scratch graphs (`<prefix><site>`) and of their relations (`<prefix><site>/<n>`)."""
 _ANY_GRAPH = "?"
 
 
-class NestedPathError(ValueError):
+class NestedPathError(InvalidInput):
     """A nested path rsep cannot compile (the message says why)."""
 
 

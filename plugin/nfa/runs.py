@@ -18,6 +18,7 @@ from collections.abc import Sequence as Seq
 from dataclasses import dataclass, field
 from typing import Any
 
+from rsep.plugin.errors import InternalError
 from rsep.plugin.nfa.automaton import Atom, IntervalSpec
 from rsep.plugin.nfa.interval_checks import Span, Spans
 from rsep.plugin.nfa.joins import Occurrence
@@ -141,7 +142,7 @@ class NfaState:
         return not self.runs and not self.pending and not self.remembered_count()
 
 
-class OutOfOrderError(ValueError):
+class RankOrderError(InternalError, ValueError):
     """A group arrived with a rank not after the previous one."""
 
 

@@ -41,15 +41,15 @@ from rsep.plugin.nfa.runs import (
     Mapping_,
     Match,
     NfaState,
-    OutOfOrderError,
     Path,
+    RankOrderError,
     Run,
     Step,
     run_age,
     unwind,
 )
 
-__all__ = ["Group", "Match", "NfaState", "OutOfOrderError", "Path", "Run", "Runtime"]
+__all__ = ["Group", "Match", "NfaState", "Path", "RankOrderError", "Run", "Runtime"]
 """The public entry point: engines, the window runtime and tests import these from here."""
 
 
@@ -105,7 +105,7 @@ class Runtime:
         matches: list[Match] = []
         for group in groups:
             if group.rank <= state.last_rank:
-                raise OutOfOrderError(f"rank {group.rank} arrived after rank {state.last_rank}")
+                raise RankOrderError(f"rank {group.rank} arrived after rank {state.last_rank}")
             state.last_rank = group.rank
             matches.extend(self._process_group(state, group))
         return state, matches

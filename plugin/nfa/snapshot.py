@@ -23,6 +23,7 @@ from dataclasses import fields, is_dataclass
 from enum import Enum
 from typing import Any
 
+from rsep.plugin.errors import InternalError
 from rsep.plugin.nfa.automaton import Automaton
 from rsep.plugin.nfa.runs import NfaState, Path, Run
 
@@ -31,7 +32,7 @@ _READABLE = (3, 4, 5)
 """Formats decoded when no automaton is given (in-memory copies, inspection)."""
 
 
-class StateMismatch(ValueError):
+class StateMismatch(InternalError, ValueError):
     """A saved NFA state that the automaton at hand cannot continue."""
 
 

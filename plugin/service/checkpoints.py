@@ -1,10 +1,20 @@
-"""Atomic, verified checkpoints, one folder per query: `DATA/checkpoints/<id>/`.
+"""Checkpoints: the one payload format every engine writes, and the files that hold them.
 
-Each checkpoint is a new file `<sequence>.ckpt` (a header, the SHA-256 of the
-payload, the payload), written to a temporary file, fsynced, renamed and the
-folder fsynced. The newest few are kept: if the latest is missing, truncated or
-corrupt, `load` falls back to the one before, and the engine replays the log
-from there (match writes are idempotent, so a replayed batch changes nothing).
+**Files** (`CheckpointStore`), one folder per query: `DATA/checkpoints/<id>/`. Each checkpoint
+is a new file `<sequence>.ckpt` (a header, the SHA-256 of the payload, the payload), written to a
+temporary file, fsynced, renamed and the folder fsynced. The newest few are kept: if the latest is
+missing, truncated or corrupt, `load` falls back to the one before, and the engine replays the
+log from there (match writes are idempotent, so a replayed batch changes nothing).
+
+**Payloads** (`encode`/`decode`): `HEADER`, then a pickle of `(FORMAT, kind, body)` where the
+body is plain data only (dicts, lists, tuples, strings, numbers, sets; no class of rsep's, so a
+module rename never breaks a checkpoint and reading one runs no code: `decode` refuses any
+class). The kinds are the in-process runner's (`runner`), a window query's (`window`), the Spark
+engine's driver part (`spark-driver`) and a Spark partition key's state in Spark's state store
+(`keyed`). The formats before this one (a runner's `(2, fields, states)` pickle naming rsep's
+classes, the window runner's `("rsep-window-runner", 1, fields)`, the Spark driver's
+`rsep-spark-driver/1` pickle) are read by the `legacy` reader each kind passes, through
+`load_pickle`, so existing data directories keep working.
 """
 
 from __future__ import annotations
@@ -14,9 +24,11 @@ import io
 import pickle
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rsep.plugin.errors import InternalError
 from rsep.plugin.service.registry import fsync_directory, write_atomically
 
 MAGIC = b"RSEPCKPT1\n"
@@ -95,6 +107,53 @@ def _verified(path: Path) -> bytes | None:
     digest = data[len(MAGIC) : len(MAGIC) + _DIGEST]
     payload = data[len(MAGIC) + _DIGEST :]
     return payload if hashlib.sha256(payload).digest() == digest else None
+
+
+# ---------------------------------------------------------------------- payloads
+
+FORMAT = 3
+HEADER = b"rsep-checkpoint\n"
+
+
+class CheckpointFormatError(InternalError, ValueError):
+    """A payload that is not a checkpoint of the kind asked for (the engines then replay the
+    query from its registration)."""
+
+
+def encode(kind: str, body: dict[str, Any]) -> bytes:
+    """A checkpoint payload of `kind` (plain data only: `decode` refuses classes)."""
+    return HEADER + pickle.dumps((FORMAT, kind, body), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def decode(data: bytes, kind: str, legacy: Callable[[bytes], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The body `encode` saved for `kind`; a payload of an older format goes through `legacy`
+    (which reads it with `load_pickle`), and any other is refused."""
+    if data.startswith(HEADER):
+        try:
+            found = _PlainUnpickler(io.BytesIO(data[len(HEADER) :])).load()
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as error:
+            raise CheckpointFormatError(f"an unreadable {kind} checkpoint ({error})") from None
+        if not (isinstance(found, tuple) and len(found) == 3 and found[0] == FORMAT):
+            raise CheckpointFormatError(f"not a checkpoint of format {FORMAT}")
+        if found[1] != kind:
+            raise CheckpointFormatError(f"a {found[1]} checkpoint, not a {kind} one")
+        body: dict[str, Any] = found[2]
+        return body
+    if legacy is None:
+        raise CheckpointFormatError(f"not a {kind} checkpoint")
+    try:
+        return legacy(data)
+    except CheckpointFormatError:
+        raise
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, IndexError) as error:
+        raise CheckpointFormatError(f"not a {kind} checkpoint of an older format ({error})") from None
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Plain data only: a checkpoint of this format names no class."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"a checkpoint names {module}.{name}: not plain data")
 
 
 # ---------------------------------------------------------------------- reading older pickles

@@ -26,7 +26,7 @@ from typing import Protocol, TypeVar
 
 from rsep.plugin.compile.query_plan import QueryPlan
 from rsep.plugin.log import LogRecord
-from rsep.plugin.replay import GpmEvaluatorLike
+from rsep.plugin.nfa.keyed import GpmEvaluatorLike
 from rsep.plugin.service.listeners import MatchListeners
 from rsep.plugin.service.match_graphs import ResultGraph
 from rsep.plugin.service.registry import RegisteredQuery

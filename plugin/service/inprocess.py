@@ -21,16 +21,13 @@ import threading
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import islice
 
 from rsep.plugin.compile.query_plan import QueryPlan
 from rsep.plugin.log import EventLog, LogRecord
 from rsep.plugin.service.checkpoints import CheckpointStore
 from rsep.plugin.service.engine import (
-    FAILED,
-    RUNNING,
-    WAITING,
     EvaluatorFactory,
     MatchSink,
     PlanCompiler,
@@ -38,8 +35,9 @@ from rsep.plugin.service.engine import (
     Runner,
     WindowEvaluatorFactory,
 )
+from rsep.plugin.service.lifecycle import QuerySlots, Slot
 from rsep.plugin.service.listeners import MatchListeners
-from rsep.plugin.service.registry import ACTIVE, QUERY_IRI_PREFIX, RegisteredQuery, Registry
+from rsep.plugin.service.registry import RegisteredQuery, Registry
 from rsep.plugin.service.runner import QueryRunner
 from rsep.plugin.service.window_runner import WindowRunner
 from rsep.plugin.windows.window_plan import WindowPlan
@@ -48,15 +46,11 @@ logger = logging.getLogger("rsep.service")
 
 
 @dataclass(slots=True)
-class _Slot:
-    """A registered query as the engine holds it."""
+class _Slot(Slot):
+    """A registered query as this engine holds it: its runner."""
 
-    query: RegisteredQuery
-    runner: Runner | None
-    error: str | None = None
-    removed: bool = False
+    runner: Runner | None = None
     dirty: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class InProcessEngine:
@@ -80,8 +74,6 @@ class InProcessEngine:
         accepts: Callable[[RegisteredQuery], bool] | None = None,
     ) -> None:
         self.log = log
-        self.accepts = accepts
-        """Which registered queries this engine resumes (None: all); see `SplitEngine`."""
         self.registry = registry
         self.checkpoints = checkpoints
         self.sink = sink
@@ -93,13 +85,13 @@ class InProcessEngine:
         self.max_batch = max_batch
         self.clock = clock
         self.listeners = listeners if listeners is not None else MatchListeners()
-        self._slots: dict[str, _Slot] = {}
-        self._lock = threading.Lock()
+        self.slots: QuerySlots[_Slot] = QuerySlots(
+            registry, checkpoints, sink, self.listeners, restore=self._restore, broken=_Slot, accepts=accepts
+        )
         self._work = threading.RLock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
-        self._loaded = False
         self._last_checkpoint = time.monotonic()
         self._tail = _Tail(max_batch * 4)
 
@@ -134,44 +126,28 @@ class InProcessEngine:
     def load(self) -> None:
         """Resume every registered query from its checkpoint (once)."""
         with self._work:
-            if self._loaded:
-                return
-            registered = self.registry.all()
-            for query in registered:
-                with self._lock:
-                    known = query.id in self._slots
-                if not known and (self.accepts is None or self.accepts(query)):
-                    self._add(self._resume(query))
-            ids = {q.id for q in registered}
-            for orphan in set(self.checkpoints.query_ids()) - ids:  # unregistered, then a crash
-                self.checkpoints.remove(orphan)
-            self._loaded = True
+            self.slots.load()
 
     # ------------------------------------------------------------------ queries
 
     def register(self, query: RegisteredQuery) -> None:
         runner = self._runner(query, self.compiler(query), None)
-        self._add(_Slot(query, runner, dirty=True))
+        self.slots.add(_Slot(query, runner=runner, dirty=True))
         self._wake.set()
 
     def unregister(self, query_id: str, *, purge: bool = False) -> None:
-        with self._lock:
-            slot = self._slots.pop(query_id, None)
+        slot = self.slots.pop(query_id)
         if slot is not None:
             with slot.lock:  # waits for a step of this query in progress
                 slot.removed = True
-        self.checkpoints.remove(query_id)
-        self.listeners.close(query_id)
-        if purge:
-            self.sink.purge(QUERY_IRI_PREFIX + query_id)
+        self.slots.forget(query_id, purge=purge)
 
     def notify(self, records: Sequence[LogRecord]) -> None:
         self._tail.add(records)
         self._wake.set()
 
     def progress(self, query_id: str) -> QueryProgress | None:
-        with self._lock:
-            slot = self._slots.get(query_id)
+        slot = self.slots.get(query_id)
         if slot is None:
             return None
         with slot.lock:  # a step moves the position before its graphs are written: wait for both
@@ -179,8 +155,7 @@ class InProcessEngine:
             position = runner.position if runner is not None else slot.query.start
             events = runner.state.event_count if runner is not None else 0
             matches = runner.state.match_count if runner is not None else 0
-        state = FAILED if slot.error else RUNNING if self.running else WAITING
-        return QueryProgress(state, position, events, matches, slot.error)
+        return QueryProgress(self.slots.state(slot, self.running), position, events, matches, slot.error)
 
     # ------------------------------------------------------------------ work
 
@@ -240,7 +215,7 @@ class InProcessEngine:
             try:
                 created = self.sink.write(runner.step(todo))
             except Exception as error:
-                self._fail(slot, error)
+                self.slots.fail(slot, error)
                 return False
             runner.created(len(created))
             slot.dirty = True
@@ -268,24 +243,19 @@ class InProcessEngine:
 
     # ------------------------------------------------------------------ slots
 
-    def _resume(self, query: RegisteredQuery) -> _Slot:
+    def _restore(self, query: RegisteredQuery) -> _Slot:
+        """A query's runner from its checkpoint; from its registration when the checkpoint
+        cannot be continued (a replayed batch changes nothing: match writes are idempotent)."""
+        plan = self.compiler(query)
+        snapshot = self.checkpoints.load(query.id)
         try:
-            plan = self.compiler(query)
-            snapshot = self.checkpoints.load(query.id)
-            try:
-                runner = self._runner(query, plan, snapshot)
-            except Exception:
-                logger.exception("query %s: unreadable checkpoint, replaying from its start", query.id)
-                runner = self._runner(query, plan, None)
-            # graphs created after the checkpoint are not replayed as new: count what exists
-            runner.state.match_count = self.sink.count(query.iri)
-        except Exception as error:
-            slot = _Slot(query, None)
-            self._fail(slot, error)
-            return slot
-        if query.status != ACTIVE:
-            self.registry.set_status(query.id, ACTIVE)
-        return _Slot(query, runner)
+            runner = self._runner(query, plan, snapshot)
+        except Exception:
+            logger.exception("query %s: unreadable checkpoint, replaying from its start", query.id)
+            runner = self._runner(query, plan, None)
+        # graphs created after the checkpoint are not replayed as new: count what exists
+        runner.state.match_count = self.sink.count(query.iri)
+        return _Slot(query, runner=runner)
 
     def _runner(self, query: RegisteredQuery, plan: QueryPlan | WindowPlan, snapshot: bytes | None) -> Runner:
         """The runner of a query's plan: the NFA's, or the window runtime's (C-SPARQL, CQELS)."""
@@ -295,18 +265,8 @@ class InProcessEngine:
             return WindowRunner.restore(query, plan, self.window_evaluators(plan), snapshot, self.clock)
         return QueryRunner.restore(query, plan, self.evaluators(plan), snapshot, self.clock)
 
-    def _add(self, slot: _Slot) -> None:
-        with self._lock:
-            self._slots[slot.query.id] = slot
-
     def _healthy(self) -> list[_Slot]:
-        with self._lock:
-            return [s for s in self._slots.values() if s.error is None and s.runner is not None]
-
-    def _fail(self, slot: _Slot, error: Exception) -> None:
-        slot.error = f"{type(error).__name__}: {error}"
-        logger.error("query %s failed: %s", slot.query.id, slot.error, exc_info=error)
-        self.registry.set_status(slot.query.id, FAILED, slot.error)
+        return [slot for slot in self.slots.healthy() if slot.runner is not None]
 
 
 class _Tail:

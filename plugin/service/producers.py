@@ -41,6 +41,7 @@ from typing import TypeVar
 
 from rsep.plugin.algebra.events import ConstructForm, RegistrationKind
 from rsep.plugin.compile.query_plan import QueryPlan
+from rsep.plugin.errors import InvalidInput
 from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.log import EventLog, LogRecord
 from rsep.plugin.service.checkpoints import CheckpointStore
@@ -61,7 +62,7 @@ READ_BATCH = 10_000
 """Log records a rebuilding producer takes at a time (it forgets what no later window holds)."""
 
 
-class ProducerError(ValueError):
+class ProducerError(InvalidInput):
     """A REGISTER STREAM that cannot produce its stream here (the message says why)."""
 
 

@@ -5,13 +5,13 @@ follow the position the query reached (all streams; the runner keeps its
 own). Per step:
 
 1. number the query's events densely by timestamp, continuing from the last
-   rank and time (`plugin/replay.number_events`, incrementally);
+   rank and time (`rsep.plugin.numbering.number_records`);
 2. evaluate the GPMs over all new events in one batch (the injected
    `GpmEvaluatorLike`: Oxigraph in-process, or a Spark stage);
-3. feed every *closed* rank to the per-key NFA states (`groups_by_key`,
-   `Runtime.process`), then `advance_time`;
-4. run the *open* rank tentatively on copies of the states it touches;
-5. project the matches and describe them as graphs (`MatchGraph`).
+3. give the rows to the per-key step (`rsep.plugin.nfa.keyed.KeyedNfa.step`):
+   every *closed* rank for real, then `advance_time`, then the *open* rank
+   tentatively on copies of the states it touches;
+4. project the matches and describe them as graphs (`MatchGraph`).
 
 The open rank is the newest timestamp of the streamset while nothing later
 is in the log: the log accepts more events at that timestamp in a later
@@ -22,32 +22,37 @@ the same graph IRIs (matches at a rank only grow with the rank's events, see
 docs/endpoint.md), which the idempotent writer skips. So any split of the log
 into batches gives exactly the matches of `Replay` over all events at once.
 
-Everything the step needs to go on after a restart is `RunnerState`; it is
-serialised by `snapshot()` without recursion (NFA paths can be long).
+Everything the step needs to go on after a restart is `RunnerState`; `snapshot()` writes it
+as plain data in the checkpoint format (`rsep.plugin.service.checkpoints`, kind `runner`), NFA
+paths flattened without recursion (they can be long).
 """
 
 from __future__ import annotations
 
-import pickle
-from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from rsep.plugin.compile.query_plan import QueryPlan
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.log import LogRecord
 from rsep.plugin.nfa import snapshot
 from rsep.plugin.nfa.automaton import Automaton
-from rsep.plugin.nfa.runtime import Match, NfaState, Runtime
-from rsep.plugin.replay import GpmEvaluatorLike, Key, NumberedEvent, groups_by_key
+from rsep.plugin.nfa.keyed import (
+    GpmEvaluatorLike,
+    KeyedNfa,
+    KeyedState,
+    Rows,
+    in_detection_order,
+    keep_live,
+)
+from rsep.plugin.nfa.runtime import Match
+from rsep.plugin.numbering import NumberedEvent, number_records
 from rsep.plugin.results import Projector
-from rsep.plugin.service.checkpoints import load_pickle
+from rsep.plugin.service import checkpoints
 from rsep.plugin.service.match_graphs import EventRef, MatchGraph, match_graph
 from rsep.plugin.service.registry import RegisteredQuery
 
-Rows = dict[int, list[tuple[int, dict[str, str]]]]
-"""GPM index -> (event id, solution mapping) rows."""
-
-SNAPSHOT_VERSION = 2
 _PRUNE_SLACK = 1024
 
 
@@ -60,11 +65,8 @@ class RunnerState:
     last_rank: int = -1
     """Rank of the newest event of the streamset (the numbering goes on from it)."""
     last_time: float | None = None
-    closed_rank: int = -1
-    """Ranks up to this one are in `states`; `last_rank` is open when greater."""
-    states: dict[Key, NfaState] = field(default_factory=dict)
-    pending: Rows = field(default_factory=dict)
-    """GPM rows of the open rank."""
+    keyed: KeyedState = field(default_factory=KeyedState)
+    """Every partition key's NFA state, and the rows of the open rank."""
     events: dict[int, NumberedEvent] = field(default_factory=dict)
     """Events that matched a GPM and may still be part of a match (triples dropped)."""
     seen: set[tuple[tuple[str, str], ...]] = field(default_factory=set)
@@ -90,7 +92,7 @@ class QueryRunner:
         self.query = query
         self.plan = plan
         self.evaluator = evaluator
-        self.runtime = Runtime(plan.automaton)
+        self.keyed = KeyedNfa(plan.automaton, plan.key)
         self.state = state if state is not None else RunnerState(position=query.start)
         self.clock = clock or (lambda: Timestamp.now().lexical)
         self._streams = frozenset(plan.streams)
@@ -141,15 +143,11 @@ class QueryRunner:
         state.position = records[-1].position + 1
         watermark = max(r.event.time.seconds for r in records)
         rows = self._evaluate(fresh)
-        open_rank = state.last_rank if state.last_time is not None and watermark <= state.last_time else None
-        closed, pending = self._split(state.pending, rows, open_rank)
-        matches = self._process(closed)
-        state.closed_rank = state.last_rank if open_rank is None else state.last_rank - 1
-        self._advance(state.closed_rank, watermark)
-        state.pending = pending
-        matches.extend(self._tentative(pending))
-        matches.sort(key=Match.key)
-        graphs = self._graphs(matches)
+        # the newest rank is open while nothing later is in the log: more events may join it
+        still_open = state.last_time is not None and watermark <= state.last_time
+        closed = state.last_rank - 1 if still_open else state.last_rank
+        matches = self.keyed.step(state.keyed, rows, state.events, closed, watermark)
+        graphs = self._graphs(in_detection_order(matches))
         self._prune()
         return graphs
 
@@ -173,46 +171,7 @@ class QueryRunner:
                 self.state.events[n.id] = NumberedEvent(n.id, n.rank, bare)
         return rows
 
-    def _split(self, pending: Rows, rows: Rows, open_rank: int | None) -> tuple[Rows, Rows]:
-        closed: Rows = {}
-        still_open: Rows = {}
-        events = self.state.events
-        for source in (pending, rows):
-            for gpm, gpm_rows in source.items():
-                for event_id, mapping in gpm_rows:
-                    target = still_open if events[event_id].rank == open_rank else closed
-                    target.setdefault(gpm, []).append((event_id, mapping))
-        return closed, still_open
-
-    def _process(self, rows: Rows) -> list[Match]:
-        found: list[Match] = []
-        states = self.state.states
-        for key, groups in groups_by_key(rows, self.state.events, self.plan.key).items():
-            nfa = states.get(key) or self.runtime.new_state()
-            nfa, matches = self.runtime.process(nfa, groups)
-            states[key] = nfa
-            found.extend(matches)
-        return found
-
-    def _advance(self, rank: int, time: float) -> None:
-        """Later groups have a rank > `rank` and a time >= `time` (the log is
-        in time order), so runs that cannot complete are dropped."""
-        states = self.state.states
-        for key, nfa in list(states.items()):
-            self.runtime.advance_time(nfa, rank, time)
-            if nfa.idle():
-                del states[key]
-
-    def _tentative(self, rows: Rows) -> list[Match]:
-        found: list[Match] = []
-        for key, groups in groups_by_key(rows, self.state.events, self.plan.key).items():
-            base = self.state.states.get(key)
-            scratch = _scratch_copy(base) if base is not None else self.runtime.new_state()
-            _, matches = self.runtime.process(scratch, groups)
-            found.extend(matches)
-        return found
-
-    def _graphs(self, matches: Iterable[Match]) -> list[MatchGraph]:
+    def _graphs(self, matches: Sequence[Match]) -> list[MatchGraph]:
         graphs = []
         detected = self.clock()
         for match in matches:
@@ -226,7 +185,7 @@ class QueryRunner:
                 self.state.seen.add(key)
             if not self._projector.admit(match):
                 continue
-            refs = [_ref(self.state.events[i]) for i in match.events]
+            refs = [event_ref(self.state.events[i]) for i in match.events]
             query = self.query
             graphs.append(match_graph(query.id, query.iri, match, refs, self._projector, row, detected))
         return graphs
@@ -237,83 +196,116 @@ class QueryRunner:
         state = self.state
         if len(state.events) <= 2 * state.kept_after_prune + _PRUNE_SLACK:
             return
-        live = _path_events(state.states.values())
-        live.update(event_id for gpm_rows in state.pending.values() for event_id, _ in gpm_rows)
-        state.events = {i: e for i, e in state.events.items() if i in live}
+        keep_live(state.events, state.keyed)
         state.kept_after_prune = len(state.events)
 
 
-def number_records(
-    records: Iterable[LogRecord], streams: Collection[str], last_rank: int, last_time: float | None
-) -> tuple[list[NumberedEvent], int, float | None]:
-    """`plugin/replay.number_events`, incrementally: the events of `streams`
-    among log records, ids = log positions, dense ranks by timestamp going on
-    from `last_rank` at `last_time`. Returns them and the new (rank, time).
-    No `streams` means every stream (EP-SPARQL reads one merged stream)."""
-    numbered = []
-    for record in records:
-        event = record.event
-        if streams and event.stream not in streams:
-            continue
-        seconds = event.time.seconds
-        if last_time is None or seconds > last_time:
-            last_rank, last_time = last_rank + 1, seconds
-        elif seconds < last_time:
-            raise ValueError(f"log position {record.position} is older than the event before it")
-        numbered.append(NumberedEvent(record.position, last_rank, event))
-    return numbered, last_rank, last_time
-
-
-def _ref(numbered: NumberedEvent) -> EventRef:
+def event_ref(numbered: NumberedEvent) -> EventRef:
+    """What a match graph says about one of its events."""
     event = numbered.event
     return EventRef(numbered.id, event.name, event.time, event.start)
 
 
-def _scratch_copy(state: NfaState) -> NfaState:
-    """A copy `Runtime.process` may change without touching `state`: it
-    replaces or appends to the run lists and the remembered solutions and
-    never changes a `Run` (every field is copied: a test guards this)."""
-    return NfaState(
-        runs={k: list(v) for k, v in state.runs.items()},
-        last_rank=state.last_rank,
-        history={k: list(v) for k, v in state.history.items()},
-        pending=list(state.pending),
-        joins={k: list(v) for k, v in state.joins.items()},
-    )
+# ---------------------------------------------------------------------- checkpoints
 
 
-def _path_events(states: Iterable[NfaState]) -> set[int]:
-    seen_nodes: set[int] = set()
-    events: set[int] = set()
-    for nfa in states:
-        events.update(nfa.joined_events())
-        for runs in nfa.runs.values():
-            for run in runs:
-                node = run.path
-                while node is not None and id(node) not in seen_nodes:
-                    seen_nodes.add(id(node))
-                    events.update(node[0])
-                    node = node[1]
-    return events
-
-
-# ---------------------------------------------------------------------- snapshots
-
-
-def dump_state(state: RunnerState, automaton: Automaton | None = None) -> bytes:
-    """RunnerState as bytes; the NFA states go through `rsep.plugin.nfa.snapshot`, stamped
-    with the automaton they belong to."""
-    scalars = {f.name: getattr(state, f.name) for f in fields(RunnerState) if f.name != "states"}
-    payload = (SNAPSHOT_VERSION, scalars, snapshot.encode(state.states, automaton))
-    return pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+def dump_state(state: RunnerState, automaton: Automaton) -> bytes:
+    """RunnerState as a `runner` checkpoint; the NFA states stamped with the automaton they
+    belong to (`rsep.plugin.nfa.snapshot`)."""
+    body = {
+        "position": state.position,
+        "last_rank": state.last_rank,
+        "last_time": state.last_time,
+        **keyed_body(state.keyed, state.events, automaton),
+        "seen": sorted(state.seen),
+        "numbered": state.numbered,
+        "event_count": state.event_count,
+        "match_count": state.match_count,
+        "kept_after_prune": state.kept_after_prune,
+    }
+    return checkpoints.encode("runner", body)
 
 
 def load_state(data: bytes, automaton: Automaton | None = None) -> RunnerState:
-    """The RunnerState `dump_state` saved; with `automaton`, only if its NFA states were
-    saved for that automaton (`snapshot.StateMismatch` otherwise)."""
-    version, scalars, states = load_pickle(data)
-    if version != SNAPSHOT_VERSION:
-        raise ValueError(f"checkpoint format {version} is not {SNAPSHOT_VERSION}")
-    state = RunnerState(**scalars)
-    state.states.update(snapshot.decode(states, automaton))
-    return state
+    """The RunnerState `dump_state` saved (or an older rsep's); with `automaton`, only if its
+    NFA states were saved for that automaton (`snapshot.StateMismatch` otherwise)."""
+    body = checkpoints.decode(data, "runner", _legacy_runner)
+    keyed, events = keyed_from_body(body, automaton)
+    return RunnerState(
+        body["position"],
+        body["last_rank"],
+        body["last_time"],
+        keyed,
+        events,
+        set(map(_row_key, body["seen"])),
+        dict(body["numbered"]),
+        body["event_count"],
+        body["match_count"],
+        body["kept_after_prune"],
+    )
+
+
+def dump_keyed(state: KeyedState, events: Mapping[int, NumberedEvent], automaton: Automaton) -> bytes:
+    """A partition key's part of a runner's state (Spark's state store holds one per key) as a
+    `keyed` checkpoint."""
+    return checkpoints.encode("keyed", keyed_body(state, events, automaton))
+
+
+def load_keyed(data: bytes, automaton: Automaton | None) -> tuple[KeyedState, dict[int, NumberedEvent]]:
+    """What `dump_keyed` saved (or an older rsep's per-key `RunnerState`)."""
+    return keyed_from_body(checkpoints.decode(data, "keyed", _legacy_runner), automaton)
+
+
+def keyed_body(
+    state: KeyedState, events: Mapping[int, NumberedEvent], automaton: Automaton
+) -> dict[str, Any]:
+    """What the per-key step needs to go on, as plain data (the `keyed` part of a checkpoint)."""
+    return {
+        "closed_rank": state.closed_rank,
+        "pending": {gpm: [(e, dict(m)) for e, m in rows] for gpm, rows in state.pending.items()},
+        "states": snapshot.encode(state.states, automaton),
+        "events": [_event_row(n) for n in events.values()],
+    }
+
+
+def keyed_from_body(
+    body: Mapping[str, Any], automaton: Automaton | None
+) -> tuple[KeyedState, dict[int, NumberedEvent]]:
+    states = snapshot.decode(body["states"], automaton)
+    keyed = KeyedState(
+        states, {gpm: list(rows) for gpm, rows in body["pending"].items()}, body["closed_rank"]
+    )
+    events = {row[0]: _event_of(row) for row in body["events"]}
+    return keyed, events
+
+
+def _event_row(numbered: NumberedEvent) -> tuple[object, ...]:
+    event, time, start = numbered.event, numbered.event.time, numbered.event.start
+    row = (numbered.id, numbered.rank, event.stream, event.name, time.seconds, time.lexical, time.numeric)
+    return row if start is None else (*row, start.seconds, start.lexical)
+
+
+def _event_of(row: Sequence[Any]) -> NumberedEvent:
+    event_id, rank, stream, name, seconds, lexical, numeric, *start = row
+    begins = Timestamp(start[0], start[1], numeric) if start else None
+    return NumberedEvent(
+        event_id, rank, GraphEvent(stream, name, Timestamp(seconds, lexical, numeric), "", begins)
+    )
+
+
+def _row_key(row: Sequence[Sequence[str]]) -> tuple[tuple[str, str], ...]:
+    return tuple((name, value) for name, value in row)
+
+
+def _legacy_runner(data: bytes) -> dict[str, Any]:
+    """Format 2 (rsep before the checkpoint format): `(2, RunnerState fields, NFA states)`,
+    the events pickled as rsep's own classes."""
+    version, fields, states = checkpoints.load_pickle(data)
+    if version != 2:
+        raise checkpoints.CheckpointFormatError(f"runner checkpoint format {version} is not 2")
+    return {
+        **fields,
+        "states": states,
+        "events": [_event_row(n) for n in fields["events"].values()],
+        "seen": sorted(fields["seen"]),
+    }

@@ -35,14 +35,14 @@ again with the same graph IRIs, which the sink skips.
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from rsep.plugin.algebra.events import ReportPolicy
 from rsep.plugin.graph_events import Timestamp
 from rsep.plugin.log import LogRecord
-from rsep.plugin.service.checkpoints import load_pickle
+from rsep.plugin.service import checkpoints
 from rsep.plugin.service.registry import RegisteredQuery
 from rsep.plugin.service.window_graphs import EvaluationGraph, evaluation_graph
 from rsep.plugin.windows.schedule import ContentChange, Schedule, WindowClose, last_close_by, latest_held
@@ -55,9 +55,6 @@ from rsep.plugin.windows.window_replay import (
     WindowEvaluator,
     WindowReplay,
 )
-
-SNAPSHOT_KIND = "rsep-window-runner"
-SNAPSHOT_VERSION = 1
 
 
 @dataclass(slots=True)
@@ -298,13 +295,19 @@ def _seen(rows: Sequence[dict[str, str]]) -> tuple[str, ...]:
 
 
 def dump_window_state(state: WindowState) -> bytes:
-    return pickle.dumps((SNAPSHOT_KIND, SNAPSHOT_VERSION, asdict(state)), protocol=pickle.HIGHEST_PROTOCOL)
+    return checkpoints.encode("window", asdict(state))
 
 
 def load_window_state(data: bytes) -> WindowState:
-    payload = load_pickle(data)
-    if not (isinstance(payload, tuple) and len(payload) == 3 and payload[0] == SNAPSHOT_KIND):
-        raise ValueError("not a window query's checkpoint")
-    if payload[1] != SNAPSHOT_VERSION:
-        raise ValueError(f"checkpoint format {payload[1]} is not {SNAPSHOT_VERSION}")
-    return WindowState(**payload[2])
+    return WindowState(**checkpoints.decode(data, "window", _legacy_window))
+
+
+def _legacy_window(data: bytes) -> dict[str, Any]:
+    """The format before the checkpoint format: `("rsep-window-runner", 1, WindowState fields)`."""
+    payload = checkpoints.load_pickle(data)
+    if not (isinstance(payload, tuple) and len(payload) == 3 and payload[0] == "rsep-window-runner"):
+        raise checkpoints.CheckpointFormatError("not a window query's checkpoint")
+    if payload[1] != 1:
+        raise checkpoints.CheckpointFormatError(f"window checkpoint format {payload[1]} is not 1")
+    fields: dict[str, Any] = payload[2]
+    return fields

@@ -1,52 +1,29 @@
-"""The per-key NFA step as Spark's grouped pandas UDFs call it.
+"""The Spark batch stage's per-key function: one partition key's GPM rows -> its matches.
 
-`KeyStep` is a thin adapter: GPM rows of one partition key (a pandas frame in
-`GPM_ROW_SCHEMA`'s columns) become rank-ordered `Group`s for the pure
-`Runtime.process`, and the matches it returns become rows again. The NFA
-loop stays in `rsep.plugin.nfa`; nothing here imports pyspark, so the step
-runs (and is tested) without a SparkSession.
+`BatchKeyStep` is a thin adapter: the rows of one partition key (a pandas frame in
+`GPM_ROW_SCHEMA`'s columns) become the per-key step's rows and events
+(`rsep.plugin.nfa.keyed`), from a fresh state, and the matches it returns become rows again.
+The NFA loop stays in `rsep.plugin.nfa`; nothing here imports pyspark, so the function runs (and
+is tested) without a SparkSession. The streaming stage's counterpart, with the key's state in
+Spark's state store, is `rsep.plugin.spark.stream_stages.StreamKeyStep`.
 
-It has the shape `(state, rows) -> (state, matches)` so that a streaming job
-can reuse it unchanged, keeping each key's `NfaState` in Spark's state store
-as bytes (`dump_state`/`load_state`). With `applyInPandasWithState`, for
-instance::
-
-    step = KeyStep(plan.automaton)
-
-    def update(key, frames, group_state):
-        state = load_state(group_state.get[0]) if group_state.exists else None
-        state, matches = step(state, pd.concat(list(frames)))
-        step.runtime.advance_time(state, watermark_rank, watermark_time)
-        if state.runs:
-            group_state.update((dump_state(state),))
-        else:
-            group_state.remove()
-        yield match_frame(matches)
-
-    gpm_rows.groupBy("key").applyInPandasWithState(
-        update, MATCH_SCHEMA, "nfa binary", "Append", GroupStateTimeout.NoTimeout)
-
-Two conditions carry over from the batch stage: ranks are numbered over the
-whole streamset before the rows are split by key (strict contiguity compares
-them), and a micro-batch never splits a rank (`Runtime.process` rejects a rank
-it has already seen). `watermark_rank`/`watermark_time` are the last rank and
-time of the micro-batch, as `Replay` advances every state after each batch;
-a key without rows in a micro-batch is not called, so expiring its runs
-(WITHIN) needs an event-time timeout that calls `advance_time` too.
+Ranks are numbered over the whole streamset before the rows are split by key (strict contiguity
+compares them), so a key sees the ranks of every event, not only of its own.
 """
 
 from __future__ import annotations
 
-import pickle
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
-from rsep.plugin.nfa import snapshot
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa.automaton import Automaton
-from rsep.plugin.nfa.runtime import Group, Match, NfaState, Runtime
-from rsep.plugin.service.checkpoints import load_pickle
+from rsep.plugin.nfa.keyed import KeyedNfa, KeyedState, Rows
+from rsep.plugin.nfa.runtime import Match
+from rsep.plugin.numbering import NumberedEvent
 
 GPM_COLUMNS = ("key", "rank", "time", "event", "gpm", "mapping", "start")
 """A GPM solution: partition key (JSON), event rank, time and id, GPM index, mapping, and the
@@ -56,79 +33,41 @@ MATCH_COLUMNS = ("events", "start_time", "end_time", "start_rank", "end_rank", "
 """A complete match, as `Match` holds it."""
 
 
-class KeyStep:
-    """`(state, rows) -> (state, matches)` for one partition key.
+class BatchKeyStep:
+    """All of a key's rows at once, from a fresh state: the batch job's `applyInPandas`
+    function. Pickles as its per-key step (the automaton and key only)."""
 
-    Pickles as its automaton only: the `Runtime` (with the compiled stateful
-    filters) is built where the step runs, once per deserialised copy, so a
-    Spark task pays for it once and not per key."""
+    __slots__ = ("keyed",)
 
-    __slots__ = ("_runtime", "automaton")
+    def __init__(self, automaton: Automaton, key: Sequence[str]) -> None:
+        self.keyed = KeyedNfa(automaton, key)
 
-    def __init__(self, automaton: Automaton) -> None:
-        self.automaton = automaton
-        self._runtime: Runtime | None = None
-
-    @property
-    def runtime(self) -> Runtime:
-        if self._runtime is None:
-            self._runtime = Runtime(self.automaton)
-        return self._runtime
-
-    def __call__(self, state: NfaState | None, rows: pd.DataFrame) -> tuple[NfaState, list[Match]]:
-        """Feed one key's new GPM rows (any order, ranks after the state's)."""
-        runtime = self.runtime
-        return runtime.process(state if state is not None else runtime.new_state(), groups_of(rows))
+    def matches(self, rows: pd.DataFrame) -> list[Match]:
+        gpm_rows, events = rows_of(rows)
+        if not events:
+            return []
+        last = max(events.values(), key=lambda n: n.rank)
+        return self.keyed.step(KeyedState(), gpm_rows, events, last.rank, last.event.time.seconds)
 
     def matches_frame(self, rows: pd.DataFrame) -> pd.DataFrame:
-        """All of a key's rows at once, from a fresh state (the batch job's
-        `applyInPandas` function)."""
-        _, matches = self(None, rows)
-        return match_frame(matches)
-
-    def __getstate__(self) -> Automaton:
-        return self.automaton
-
-    def __setstate__(self, automaton: Automaton) -> None:
-        self.automaton = automaton
-        self._runtime = None
+        return match_frame(self.matches(rows))
 
 
-def groups_of(rows: pd.DataFrame) -> list[Group]:
-    """GPM rows -> one `Group` per rank, in rank order. Rows within a group are
-    ordered by GPM and event id, so the result does not depend on how Spark
-    happened to shuffle them. Interval events' starts go to `Group.starts`, as
-    `rsep.plugin.replay.groups_by_key` puts them."""
+def rows_of(rows: pd.DataFrame) -> tuple[Rows, dict[int, NumberedEvent]]:
+    """GPM rows (any order) -> the step's rows, ordered by rank, GPM and event id so that the
+    result does not depend on how Spark happened to shuffle them, and their events (rank, time
+    and, for one that spans an interval, its start)."""
     ordered = rows.sort_values(["rank", "gpm", "event"], kind="stable")
-    groups: list[Group] = []
-    current: dict[int, list[tuple[int, Mapping[str, str]]]] = {}
-    for rank, time, event, gpm, mapping in zip(
-        ordered["rank"].tolist(),
-        ordered["time"].tolist(),
-        ordered["event"].tolist(),
-        ordered["gpm"].tolist(),
-        ordered["mapping"].tolist(),
-        strict=True,
-    ):
-        if not groups or groups[-1].rank != rank:
-            current = {}
-            groups.append(Group(rank, time, current))
-        current.setdefault(gpm, []).append((event, _as_dict(mapping)))
-    _add_starts(groups, ordered)
-    return groups
-
-
-def _add_starts(groups: Sequence[Group], rows: pd.DataFrame) -> None:
-    """`Group.starts` from the rows whose event spans an interval (none: no work per row)."""
-    spans = rows["start"].notna()
-    if not spans.any():
-        return
-    starts: dict[int, dict[int, float]] = {}
-    columns = (rows.loc[spans, name].tolist() for name in ("rank", "event", "start"))
-    for rank, event, start in zip(*columns, strict=True):
-        starts.setdefault(rank, {})[event] = start
-    for group in groups:
-        group.starts = starts.get(group.rank, group.starts)
+    gpm_rows: Rows = {}
+    events: dict[int, NumberedEvent] = {}
+    columns = (ordered[name].tolist() for name in ("rank", "time", "event", "gpm", "mapping", "start"))
+    for rank, time, event, gpm, mapping, start in zip(*columns, strict=True):
+        if event not in events:
+            begins = None if math.isnan(start) else Timestamp(start, repr(start), True)
+            at = Timestamp(time, repr(time), True)
+            events[event] = NumberedEvent(event, rank, GraphEvent("", "", at, "", begins))
+        gpm_rows.setdefault(gpm, []).append((event, _as_dict(mapping)))
+    return gpm_rows, events
 
 
 def match_frame(matches: Sequence[Match]) -> pd.DataFrame:
@@ -172,16 +111,6 @@ def matches_of(records: Iterable[Mapping[str, Any]]) -> list[Match]:
         for record in records
     ]
     return sorted(matches, key=Match.key)
-
-
-def dump_state(state: NfaState) -> bytes:
-    """A key's NFA state as bytes, for a state store (paths flattened by
-    `rsep.plugin.nfa.snapshot`, so long Kleene+ runs pickle too)."""
-    return pickle.dumps(snapshot.encode({None: state}), protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def load_state(data: bytes) -> NfaState:
-    return snapshot.decode(load_pickle(data))[None]
 
 
 def _as_dict(mapping: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, str]:

@@ -54,9 +54,8 @@ from pyspark.sql.types import (
 )
 
 from rsep.plugin.log import LogRecord, _decode
-from rsep.plugin.replay import NumberedEvent
+from rsep.plugin.numbering import NumberedEvent, number_records
 from rsep.plugin.service.registry import write_atomically
-from rsep.plugin.service.runner import number_records
 
 SOURCE_NAME = "rsep_event_log"
 

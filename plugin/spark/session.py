@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from py4j.protocol import Py4JError
-from pyspark.errors import PySparkException
+from pyspark.errors import PySparkException, PySparkRuntimeError
 from pyspark.sql import SparkSession
 
+from rsep.plugin.errors import EngineUnavailable
 from rsep.plugin.spark.cds import ClassCache
 
 _LOG4J2 = """\
@@ -53,7 +54,7 @@ SPARK_ERRORS: tuple[type[Exception], ...] = (PySparkException, Py4JError)
 """What Spark raises when it fails (to start, or in a job), as opposed to rsep's own errors."""
 
 
-class SparkUnavailable(RuntimeError):
+class SparkUnavailable(EngineUnavailable):
     """Spark cannot start as configured: a master URL it does not accept, or no Java. Checked
     before the JVM is launched, which would otherwise print its own stack trace and fail."""
 
@@ -94,7 +95,12 @@ def get_session(
     builder = SparkSession.builder.master(master).appName(app_name)
     for name, value in {**settings, **(conf or {})}.items():
         builder = builder.config(name, value)
-    session = builder.getOrCreate()
+    try:
+        session = builder.getOrCreate()
+    except PySparkRuntimeError as error:
+        if error.getCondition() == "JAVA_GATEWAY_EXITED":
+            raise SparkUnavailable(f"Spark cannot start a JVM ({failure_message(error)})") from error
+        raise
     session.sparkContext.setLogLevel("ERROR")
     if starting:
         _log_errors_of("org.apache.spark.SparkContext", session)
@@ -110,8 +116,24 @@ def check_startable(master: str) -> None:
             f"Spark master {master!r} is not one Spark accepts (local, local[N], local[*], local[N,F], "
             "spark://HOST:PORT, yarn, k8s://URL)"
         )
+    check_java()
+
+
+def java_problem() -> str | None:
+    """Why Spark could not start its JVM here (no java, or one older than Java 17), found without
+    starting it, or None: the endpoint then runs continuous queries in-process."""
+    try:
+        check_java()
+    except SparkUnavailable as error:
+        return str(error)
+    return None
+
+
+def check_java() -> None:
+    """The one check of the java Spark will start: $JAVA_HOME/bin/java when JAVA_HOME is set,
+    else `java` on the PATH (pyspark's launcher, bin/spark-class, looks in that order)."""
     home = os.environ.get("JAVA_HOME")
-    if home:  # what pyspark's launcher (bin/spark-class) runs
+    if home:
         java = Path(home) / "bin" / "java"
         if not os.access(java, os.X_OK):
             raise SparkUnavailable(

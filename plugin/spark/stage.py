@@ -30,8 +30,8 @@ from rsep.plugin.compile.gpm_plan import GpmPlan
 from rsep.plugin.compile.query_plan import QueryPlan
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa.runtime import Match
-from rsep.plugin.replay import NumberedEvent
-from rsep.plugin.spark.adapter import GPM_COLUMNS, KeyStep, matches_of, typed_frame
+from rsep.plugin.numbering import NumberedEvent
+from rsep.plugin.spark.adapter import GPM_COLUMNS, BatchKeyStep, matches_of, typed_frame
 from rsep.plugin.spark.schemas import EVENT_SCHEMA, GPM_ROW_SCHEMA, MATCH_SCHEMA
 from rsep.plugin.store.gpm_stage import BackgroundSnapshot, GpmEvaluator, KnowledgeBase
 
@@ -65,7 +65,7 @@ class SparkReplay:
             found = (
                 gpm_rows.repartition("key")
                 .groupBy("key")
-                .applyInPandas(_per_key(KeyStep(self.plan.automaton)), MATCH_SCHEMA)
+                .applyInPandas(_per_key(BatchKeyStep(self.plan.automaton, self.plan.key)), MATCH_SCHEMA)
             )
             records = found.toArrow().to_pylist()
         finally:
@@ -139,7 +139,7 @@ class GpmStage:
         return typed_frame(out)
 
 
-def _per_key(step: KeyStep) -> Callable[[pd.DataFrame], pd.DataFrame]:
+def _per_key(step: BatchKeyStep) -> Callable[[pd.DataFrame], pd.DataFrame]:
     """`step.matches_frame` as a plain function: pyspark counts a bound
     method's `self` and would then pass the grouping key as well."""
 

@@ -44,7 +44,7 @@ import math
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -53,10 +53,11 @@ import pandas as pd
 from rsep.plugin.compile.gpm_plan import GpmPlan
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa.automaton import Automaton
-from rsep.plugin.nfa.runtime import Match, NfaState, Runtime
-from rsep.plugin.replay import NumberedEvent, groups_by_key
+from rsep.plugin.nfa.keyed import KeyedNfa, KeyedState, Rows, first_run_start, keep_live, pending_rank
+from rsep.plugin.nfa.runtime import Match
+from rsep.plugin.numbering import NumberedEvent
 from rsep.plugin.service.checkpoints import load_pickle
-from rsep.plugin.service.runner import Rows, RunnerState, dump_state, load_state
+from rsep.plugin.service.runner import dump_keyed, load_keyed
 from rsep.plugin.spark.log_source import HEADER
 from rsep.plugin.store.gpm_stage import BackgroundSnapshot, GpmEvaluator
 
@@ -280,31 +281,16 @@ class GroupStateLike(Protocol):
     def getCurrentWatermarkMs(self) -> int: ...
 
 
-class KeyedNfa:
-    """`(key, rows, state) -> match rows` for `applyInPandasWithState`.
+class StreamKeyStep:
+    """`(key, rows, state) -> match rows` for `applyInPandasWithState`: the per-key step
+    (`rsep.plugin.nfa.keyed`) of one Spark partition key, whose state (its `KeyedState` and the
+    events it still names) lives in Spark's state store as a `keyed` checkpoint. Pickles as the
+    step (its automaton and key)."""
 
-    Pickles as its automaton and key only: the `Runtime` (which compiles the
-    stateful filters) is built where it runs, once per deserialised copy."""
-
-    __slots__ = ("_runtime", "automaton", "key")
+    __slots__ = ("keyed",)
 
     def __init__(self, automaton: Automaton, key: Sequence[str]) -> None:
-        self.automaton = automaton
-        self.key = tuple(key)
-        self._runtime: Runtime | None = None
-
-    def __getstate__(self) -> tuple[Automaton, tuple[str, ...]]:
-        return self.automaton, self.key
-
-    def __setstate__(self, state: tuple[Automaton, tuple[str, ...]]) -> None:
-        self.automaton, self.key = state
-        self._runtime = None
-
-    @property
-    def runtime(self) -> Runtime:
-        if self._runtime is None:
-            self._runtime = Runtime(self.automaton)
-        return self._runtime
+        self.keyed = KeyedNfa(automaton, key)
 
     def __call__(
         self, key: tuple[Any, ...], frames: Iterable[pd.DataFrame], group: GroupStateLike
@@ -312,16 +298,17 @@ class KeyedNfa:
         if key[0] == CLOCK_KEY:
             yield batch_frame([f for f in frames if len(f)])
             return
-        state = load_state(group.get[0], self.automaton) if group.exists else RunnerState(position=0)
+        automaton = self.keyed.automaton
+        state, events = load_keyed(group.get[0], automaton) if group.exists else (KeyedState(), {})
         if group.hasTimedOut:
-            matches = self.on_timeout(state, group.getCurrentWatermarkMs())
+            matches = self.on_timeout(state, events, group.getCurrentWatermarkMs())
         else:
-            matches = self.on_rows(state, pd.concat(list(frames), ignore_index=True))
-        out = match_frame(matches, state.events)
-        prune(state)
+            matches = self.on_rows(state, events, pd.concat(list(frames), ignore_index=True))
+        out = match_frame(matches, events)
+        keep_live(events, state)
         if state.states or state.pending:
-            group.update((dump_state(state, self.automaton),))
-            timeout = self.timeout(state)
+            group.update((dump_keyed(state, events, automaton),))
+            timeout = self.timeout(state, events)
             if timeout is not None:
                 group.setTimeoutTimestamp(max(timeout, group.getCurrentWatermarkMs() + 1))
         elif group.exists:
@@ -329,157 +316,82 @@ class KeyedNfa:
         if len(out):  # pyspark concatenates the frames: empty ones only cost (and warn)
             yield out
 
-    # ------------------------------------------------------------------ steps
-
-    def on_rows(self, state: RunnerState, frame: pd.DataFrame) -> list[Match]:
-        """New GPM rows of this key (one micro-batch): `QueryRunner.step` for one key."""
-        closed = int(frame["closed"].max())
-        clock = float(frame["clock"].max())
-        matches = self._catch_up(state, int(frame["prev_closed"].max()), float(frame["prev_clock"].max()))
-        rows: list[tuple[int, int, dict[str, str]]] = []
-        columns = ("rank", "time", "event", "gpm", "mapping", "name", "lexical", "numeric", "start",
-                   "start_lexical")  # fmt: skip
-        for rank, time, event, gpm, mapping, name, lexical, numeric, start, start_lexical in zip(
-            *(frame[c].tolist() for c in columns), strict=True
-        ):
-            if event not in state.events:
-                at = Timestamp(float(time), str(lexical), bool(numeric))
-                begins = None if math.isnan(start) else Timestamp(start, str(start_lexical), at.numeric)
-                bare = GraphEvent("", str(name), at, "", begins)
-                state.events[event] = NumberedEvent(int(event), int(rank), bare)
-            rows.append((int(gpm), int(event), dict(mapping)))
-        for gpm, gpm_rows in state.pending.items():
-            rows.extend((gpm, event, mapping) for event, mapping in gpm_rows)
-        # Spark's shuffle does not keep an order: sort so that a replayed batch
-        # builds the same runs (and the same state) as the first attempt.
-        rows.sort(key=lambda r: (state.events[r[1]].rank, r[0], r[1], sorted(r[2].items())))
-        ready: Rows = {}
-        pending: Rows = {}
-        for gpm, event, mapping in rows:
-            target = ready if state.events[event].rank <= closed else pending
-            target.setdefault(gpm, []).append((event, mapping))
-        matches.extend(self._process(state, ready))
-        state.closed_rank = max(state.closed_rank, closed)
-        self._advance(state, state.closed_rank, clock)
-        state.pending = pending
-        matches.extend(self._tentative(state, pending))
-        return matches
-
-    def _catch_up(self, state: RunnerState, prev_closed: int, prev_clock: float) -> list[Match]:
-        """Bring the key to where `QueryRunner.step` left every key after the
-        previous batch, in which this one may have had no rows: its pending
-        rank processed if a batch since closed it, then `advance_time` with
-        that batch's closed rank and clock (advancing is monotone, so the last
-        advance stands for all the ones the key missed). The key's state is
-        then exactly the runner's, whatever `advance_time` prunes."""
-        if prev_closed < 0 or not (state.states or state.pending):
-            return []
+    def on_rows(
+        self, state: KeyedState, events: dict[int, NumberedEvent], frame: pd.DataFrame
+    ) -> list[Match]:
+        """New GPM rows of this key (one micro-batch): `QueryRunner.step` for one key. The key
+        first catches up with the previous batch, in which it may have had no rows (the runner
+        steps every key at every batch; Spark calls a key only when it has rows): its pending
+        rank processed if that batch closed it, then advanced to that batch's closed rank and
+        clock (advancing is monotone, so the last advance stands for all the ones it missed)."""
         matches: list[Match] = []
-        if state.pending and pending_rank(state)[0] <= prev_closed:
-            matches = self._process(state, state.pending)
-            state.pending = {}
-        state.closed_rank = max(state.closed_rank, prev_closed)
-        self._advance(state, state.closed_rank, prev_clock)
+        prev_closed = int(frame["prev_closed"].max())
+        if prev_closed >= 0 and (state.states or state.pending):
+            prev_clock = float(frame["prev_clock"].max())
+            matches = self.keyed.step(state, {}, events, prev_closed, prev_clock, tentative=False)
+        rows = _rows(frame, events)
+        closed, clock = int(frame["closed"].max()), float(frame["clock"].max())
+        matches.extend(self.keyed.step(state, rows, events, closed, clock))
         return matches
 
-    def on_timeout(self, state: RunnerState, watermark_ms: int) -> list[Match]:
-        """No rows for this key for a while: close its pending rank if a later
-        event exists, and expire runs up to the time the watermark vouches for."""
+    def on_timeout(
+        self, state: KeyedState, events: dict[int, NumberedEvent], watermark_ms: int
+    ) -> list[Match]:
+        """No rows for this key for a while: close its pending rank if a later event exists, and
+        expire runs up to the time the watermark vouches for."""
         now = time_below_watermark(watermark_ms)
         if now is None:
             return []
-        matches: list[Match] = []
+        closed = state.closed_rank
         if state.pending:
-            rank, time = pending_rank(state)
+            rank, time = pending_rank(state, events)
             if now > time:  # a later event is in the log: the rank is complete
-                matches = self._process(state, state.pending)
-                state.pending = {}
-                state.closed_rank = max(state.closed_rank, rank)
+                closed = rank
             else:
                 now = min(now, time)
-        self._advance(state, state.closed_rank, now)
-        return matches
+        return self.keyed.step(state, {}, events, closed, now, tentative=False)
 
-    def timeout(self, state: RunnerState) -> int | None:
-        """When to be called without rows: once the pending rank can be
-        complete, or the oldest run's WITHIN has passed (None: never)."""
+    def timeout(self, state: KeyedState, events: Mapping[int, NumberedEvent]) -> int | None:
+        """When to be called without rows: once the pending rank can be complete, or the oldest
+        run's WITHIN has passed (None: never)."""
         times = []
         if state.pending:
-            times.append(pending_rank(state)[1])
-        within = self.automaton.within
-        if within is not None:
-            starts = [run.start_time for nfa in state.states.values() for runs in nfa.runs.values()
-                      for run in runs]  # fmt: skip
-            if starts:
-                times.append(min(starts) + within)
+            times.append(pending_rank(state, events)[1])
+        within, first = self.keyed.automaton.within, first_run_start(state)
+        if within is not None and first is not None:
+            times.append(first + within)
         return watermark_after(min(times)) if times else None
 
-    def _process(self, state: RunnerState, rows: Rows) -> list[Match]:
-        found: list[Match] = []
-        for key, groups in groups_by_key(rows, state.events, self.key).items():
-            nfa = state.states.get(key) or self.runtime.new_state()
-            nfa, matches = self.runtime.process(nfa, groups)
-            state.states[key] = nfa
-            found.extend(matches)
-        return found
 
-    def _advance(self, state: RunnerState, rank: int, time: float) -> None:
-        for key, nfa in list(state.states.items()):
-            self.runtime.advance_time(nfa, rank, time)
-            if nfa.idle():
-                del state.states[key]
-
-    def _tentative(self, state: RunnerState, rows: Rows) -> list[Match]:
-        """The open rank on copies of the states it touches (`QueryRunner._tentative`)."""
-        found: list[Match] = []
-        for key, groups in groups_by_key(rows, state.events, self.key).items():
-            base = state.states.get(key)
-            scratch = scratch_copy(base) if base is not None else self.runtime.new_state()
-            _, matches = self.runtime.process(scratch, groups)
-            found.extend(matches)
-        return found
-
-
-def pending_rank(state: RunnerState) -> tuple[int, float]:
-    """Rank and time of the pending (open) rank's rows."""
-    event = next(e for gpm_rows in state.pending.values() for e, _ in gpm_rows)
-    numbered = state.events[event]
-    return numbered.rank, numbered.event.time.seconds
-
-
-def scratch_copy(state: NfaState) -> NfaState:
-    """A copy `Runtime.process` may change without touching `state`: it
-    replaces or appends to the lists the state holds (runs per NFA state,
-    remembered auxiliary solutions, open anti-joins) and never changes their
-    items. Every field is copied, so the tentative rank sees the history that
-    anti-joins read."""
-    copied: dict[str, object] = {}
-    for f in fields(NfaState):
-        value = getattr(state, f.name)
-        if isinstance(value, dict):
-            value = {k: list(v) if isinstance(v, list) else v for k, v in value.items()}
-        elif isinstance(value, list):
-            value = list(value)
-        copied[f.name] = value
-    return NfaState(**copied)  # type: ignore[arg-type]
-
-
-def prune(state: RunnerState) -> None:
-    """Keep only the events a live run's path, a join group's occurrence or a pending row refers to: a
-    key's state is rewritten to the state store on every call, so it stays small."""
-    live: set[int] = {event for gpm_rows in state.pending.values() for event, _ in gpm_rows}
-    seen: set[int] = set()
-    for nfa in state.states.values():
-        live.update(nfa.joined_events())
-        for runs in nfa.runs.values():
-            for run in runs:
-                node = run.path
-                while node is not None and id(node) not in seen:
-                    seen.add(id(node))
-                    live.update(node[0])
-                    node = node[1]
-    if len(live) < len(state.events):
-        state.events = {i: e for i, e in state.events.items() if i in live}
+def _rows(frame: pd.DataFrame, events: dict[int, NumberedEvent]) -> Rows:
+    """A key's GPM rows of one batch (their events added to `events`), sorted: Spark's shuffle
+    keeps no order, and a replayed batch must build the same runs (and state) as the first."""
+    found: list[tuple[int, int, int, dict[str, str]]] = []
+    columns = (
+        "rank",
+        "time",
+        "event",
+        "gpm",
+        "mapping",
+        "name",
+        "lexical",
+        "numeric",
+        "start",
+        "start_lexical",
+    )
+    for rank, time, event, gpm, mapping, name, lexical, numeric, start, start_lexical in zip(
+        *(frame[c].tolist() for c in columns), strict=True
+    ):
+        if event not in events:
+            at = Timestamp(float(time), str(lexical), bool(numeric))
+            begins = None if math.isnan(start) else Timestamp(start, str(start_lexical), at.numeric)
+            events[event] = NumberedEvent(int(event), int(rank), GraphEvent("", str(name), at, "", begins))
+        found.append((int(rank), int(gpm), int(event), dict(mapping)))
+    found.sort(key=lambda r: (r[0], r[1], r[2], sorted(r[3].items())))
+    rows: Rows = {}
+    for _, gpm, event, mapping in found:
+        rows.setdefault(gpm, []).append((event, mapping))
+    return rows
 
 
 # ---------------------------------------------------------------- frames

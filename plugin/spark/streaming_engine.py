@@ -7,7 +7,7 @@
     executors    mapInPandas(StreamGpmStage): GPM rows + one clock row per
                  partition (background snapshot: broadcast, or attached)
                  withWatermark(event time) ... groupBy(key)
-                 applyInPandasWithState(KeyedNfa): the key's RunnerState in
+                 applyInPandasWithState(StreamKeyStep): the key's RunnerState in
                  the RocksDB state store; event-time timeouts expire runs of
                  keys that get no more rows
     driver       foreachBatch: matches -> projection (+ SELECT DISTINCT's
@@ -33,7 +33,7 @@ start anywhere in the log (`from=0` replays history while others are at the
 head), and stopping, failing or replaying one query never touches another.
 The price is one planner process and one trigger loop per query.
 
-Only this package imports pyspark: `rsep.endpoint.engines` asks `java_missing`
+Only this package imports pyspark: `rsep.endpoint.engines` asks `session.java_problem`
 whether Spark can run at all and builds a `SparkStreamingEngine`, which starts
 its session when it starts (docs/spark.md, "The streaming engine").
 """
@@ -44,10 +44,8 @@ import functools
 import hashlib
 import json
 import logging
-import os
 import pickle
 import re
-import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -57,7 +55,6 @@ from typing import Any
 
 import pandas as pd
 from pyspark import Broadcast
-from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
@@ -76,16 +73,19 @@ from pyspark.sql.types import (
 )
 
 from rsep.plugin.compile.query_plan import QueryPlan
+from rsep.plugin.errors import InternalError
 from rsep.plugin.graph_events import Timestamp
 from rsep.plugin.log import EventLog, LogRecord
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.nfa.snapshot import fingerprint
 from rsep.plugin.results import Projector
-from rsep.plugin.service.checkpoints import CheckpointStore, load_pickle
-from rsep.plugin.service.engine import FAILED, RUNNING, WAITING, MatchSink, QueryCompiler, QueryProgress
+from rsep.plugin.service import checkpoints as checkpoint_format
+from rsep.plugin.service.checkpoints import CheckpointStore
+from rsep.plugin.service.engine import MatchSink, QueryCompiler, QueryProgress
+from rsep.plugin.service.lifecycle import QuerySlots, Slot
 from rsep.plugin.service.listeners import MatchListeners
 from rsep.plugin.service.match_graphs import EventRef, MatchGraph, match_graph
-from rsep.plugin.service.registry import ACTIVE, QUERY_IRI_PREFIX, RegisteredQuery, Registry
+from rsep.plugin.service.registry import RegisteredQuery, Registry
 from rsep.plugin.spark.log_source import SOURCE_NAME, EventLogSource, SnapshotFiles
 from rsep.plugin.spark.session import get_session
 from rsep.plugin.spark.stream_stages import (
@@ -95,8 +95,8 @@ from rsep.plugin.spark.stream_stages import (
     TIME_LOW,
     TIME_SHIFT,
     WATERMARK_DELAY_MS,
-    KeyedNfa,
     StreamGpmStage,
+    StreamKeyStep,
 )
 from rsep.plugin.store.gpm_stage import BackgroundSnapshot, KnowledgeBase
 
@@ -163,37 +163,6 @@ ENGINE_CONF = {
 """The engine's SQL settings, in its own session (`SparkSession.newSession`):
 they do not leak into the session others use."""
 
-_DRIVER_MAGIC = b"rsep-spark-driver/1\n"
-"""Prefix of the driver's checkpoints (the in-process engine's do not parse as
-these, nor these as its own: switching engines replays a query from its start)."""
-
-
-class SparkUnavailable(RuntimeError):
-    """Spark cannot run here: no JVM could be started."""
-
-
-def java_missing() -> str | None:
-    """Why Spark could not start its JVM here, found without starting it (the
-    way spark-submit looks for java: $JAVA_HOME/bin/java, else `java` on the
-    PATH), or None."""
-    home = os.environ.get("JAVA_HOME")
-    if home:
-        java = Path(home, "bin", "java")
-        return None if os.access(java, os.X_OK) else f"JAVA_HOME={home} has no bin/java"
-    return None if shutil.which("java") else "no Java: JAVA_HOME is unset and there is no java on the PATH"
-
-
-def start_session(master: str) -> SparkSession:
-    """The active session, or a new one on `master`; `SparkUnavailable` if the
-    JVM cannot start."""
-    try:
-        return get_session(master)
-    except PySparkRuntimeError as error:
-        if error.getCondition() == "JAVA_GATEWAY_EXITED":
-            raise SparkUnavailable(f"Spark cannot start a JVM ({error})") from error
-        raise
-
-
 # ---------------------------------------------------------------- background knowledge
 
 
@@ -245,11 +214,10 @@ class KbPublisher:
 
 
 @dataclass(slots=True)
-class _Slot:
-    """A registered query as the engine holds it."""
+class _Slot(Slot):
+    """A registered query as this engine holds it: its plan and streaming query."""
 
-    query: RegisteredQuery
-    plan: QueryPlan | None
+    plan: QueryPlan | None = None
     projector: Projector | None = None
     distinct: bool = False
     handle: StreamingQuery | None = None
@@ -260,10 +228,7 @@ class _Slot:
     matches: int = 0
     seen: set[tuple[tuple[str, str], ...]] = field(default_factory=set)
     """SELECT DISTINCT rows already reported (the driver's half of RunnerState.seen)."""
-    error: str | None = None
-    removed: bool = False
     stopping: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class SparkStreamingEngine:
@@ -291,8 +256,6 @@ class SparkStreamingEngine:
         accepts: Callable[[RegisteredQuery], bool] | None = None,
     ) -> None:
         self.log = log
-        self.accepts = accepts
-        """Which registered queries this engine resumes (None: all); see `SplitEngine`."""
         self.registry = registry
         self.checkpoints = checkpoints
         self.sink = sink
@@ -310,12 +273,17 @@ class SparkStreamingEngine:
         self._spark = spark
         self._session: SparkSession | None = None
         self.parallelism = 1
-        self._slots: dict[str, _Slot] = {}
-        self._lock = threading.Lock()
-        """Guards `_slots`."""
+        self.slots: QuerySlots[_Slot] = QuerySlots(
+            registry,
+            checkpoints,
+            sink,
+            self.listeners,
+            restore=self._restore,
+            broken=_broken,
+            accepts=accepts,
+        )
         self._control = threading.RLock()
         """Serialises start, stop, register and unregister."""
-        self._loaded = False
         self._started = False
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -327,9 +295,9 @@ class SparkStreamingEngine:
     def session(self) -> SparkSession:
         """The engine's SQL session on the active SparkSession's context,
         created by the first `start` (an engine that never starts never starts
-        a JVM); `start_session` may raise `SparkUnavailable`."""
+        a JVM); `get_session` may raise `SparkUnavailable`."""
         if self._session is None:
-            spark = self._spark if self._spark is not None else start_session(self.master)
+            spark = self._spark if self._spark is not None else get_session(self.master)
             self.parallelism = spark.sparkContext.defaultParallelism
             self._session = engine_session(spark, self.state_partitions or self.parallelism)
         return self._session
@@ -340,7 +308,7 @@ class SparkStreamingEngine:
             if self._started:
                 return
             _ = self.session
-            self._load()
+            self.slots.load()
             self._started = True
             self._stopping.clear()
             for slot in self._healthy():
@@ -361,27 +329,13 @@ class SparkStreamingEngine:
                 watcher.join(self.kb_poll * 4 + 1)
             limit = self.drain_timeout if timeout is None else min(timeout, self.drain_timeout)
             self._drain(time.monotonic() + limit)
-            for slot in self._all():
+            for slot in self.slots.all():
                 self._halt(slot)
             self.listeners.close()
 
     @property
     def running(self) -> bool:
         return self._started
-
-    def _load(self) -> None:
-        if self._loaded:
-            return
-        registered = self.registry.all()
-        for query in registered:
-            with self._lock:
-                known = query.id in self._slots
-            if not known and (self.accepts is None or self.accepts(query)):
-                self._add(self._resume(query))
-        ids = {q.id for q in registered}
-        for orphan in set(self.checkpoints.query_ids()) - ids:  # unregistered, then a crash
-            self.checkpoints.remove(orphan)
-        self._loaded = True
 
     def _drain(self, deadline: float) -> None:
         end = self.log.next_position
@@ -395,24 +349,20 @@ class SparkStreamingEngine:
 
     def register(self, query: RegisteredQuery) -> None:
         plan = self.compiler(query)
-        slot = _Slot(query, plan, position=query.start)
+        slot = _Slot(query, plan=plan, position=query.start)
         _project(slot, plan)
         with self._control:
-            self._add(slot)
+            self.slots.add(slot)
             if self._started:
                 self._launch(slot)
 
     def unregister(self, query_id: str, *, purge: bool = False) -> None:
         with self._control:
-            with self._lock:
-                slot = self._slots.pop(query_id, None)
+            slot = self.slots.pop(query_id)
             if slot is not None:
                 slot.removed = True
                 self._halt(slot)
-            self.checkpoints.remove(query_id)
-            self.listeners.close(query_id)
-            if purge:
-                self.sink.purge(QUERY_IRI_PREFIX + query_id)
+            self.slots.forget(query_id, purge=purge)
 
     def notify(self, records: Iterable[LogRecord]) -> None:
         """Spark's trigger loop reads the log itself; new events only prompt a
@@ -421,13 +371,13 @@ class SparkStreamingEngine:
         self._wake.set()
 
     def progress(self, query_id: str) -> QueryProgress | None:
-        with self._lock:
-            slot = self._slots.get(query_id)
+        slot = self.slots.get(query_id)
         if slot is None:
             return None
         active = self._started and slot.handle is not None and not slot.stopping
-        state = FAILED if slot.error else RUNNING if active else WAITING
-        return QueryProgress(state, slot.position, slot.events, slot.matches, slot.error)
+        return QueryProgress(
+            self.slots.state(slot, active), slot.position, slot.events, slot.matches, slot.error
+        )
 
     # ------------------------------------------------------------------ streaming queries
 
@@ -452,7 +402,7 @@ class SparkStreamingEngine:
                 .start()
             )
         except Exception as error:
-            self._fail(slot, error)
+            self.slots.fail(slot, error)
 
     def _pipeline(self, slot: _Slot, folder: Path, broadcast_id: str) -> DataFrame:
         plan = slot.plan
@@ -475,7 +425,7 @@ class SparkStreamingEngine:
         rows = rows.withColumn("ts", F.timestamp_seconds(shifted))
         rows = rows.withWatermark("ts", f"{WATERMARK_DELAY_MS} milliseconds")
         return rows.groupBy("key").applyInPandasWithState(
-            _keyed(KeyedNfa(plan.automaton, plan.key)),
+            _keyed(StreamKeyStep(plan.automaton, plan.key)),
             OUT_SCHEMA,
             STATE_SCHEMA,
             "Append",
@@ -546,47 +496,29 @@ class SparkStreamingEngine:
 
     # ------------------------------------------------------------------ slots
 
-    def _resume(self, query: RegisteredQuery) -> _Slot:
-        slot = _Slot(query, None, position=query.start)
-        try:
-            slot.plan = self.compiler(query)
-            _project(slot, slot.plan)
-            restored = _restore(self.checkpoints.load(query.id))
-            if restored is not None and restored.get("automaton") != fingerprint(slot.plan.automaton):
-                # Spark's state store holds NFA states of another automaton (rsep compiles the
-                # query differently now), which no key could continue: replay from the start
-                logger.warning("query %s: checkpoint of another automaton, replaying it", query.id)
-                self.checkpoints.remove(query.id)
-                restored = None
-            if restored is not None:
-                slot.position, slot.events = restored["position"], restored["events"]
-                slot.seen = set(restored.get("seen") or ())
-                slot.projector.slice.numbered = dict(restored.get("numbered") or {})  # type: ignore[union-attr]
-            # graphs created after the last driver checkpoint are not new on replay: count the store
-            slot.matches = self.sink.count(query.iri)
-        except Exception as error:
-            self._fail(slot, error)
-            return slot
-        if query.status != ACTIVE:
-            self.registry.set_status(query.id, ACTIVE)
+    def _restore(self, query: RegisteredQuery) -> _Slot:
+        """A query's slot: its plan, and where its driver checkpoint says it is (Spark's own
+        checkpoint says where its streaming query resumes)."""
+        slot = _Slot(query, plan=self.compiler(query), position=query.start)
+        assert slot.plan is not None
+        _project(slot, slot.plan)
+        restored = _restore(self.checkpoints.load(query.id))
+        if restored is not None and restored.get("automaton") != fingerprint(slot.plan.automaton):
+            # Spark's state store holds NFA states of another automaton (rsep compiles the
+            # query differently now), which no key could continue: replay from the start
+            logger.warning("query %s: checkpoint of another automaton, replaying it", query.id)
+            self.checkpoints.remove(query.id)
+            restored = None
+        if restored is not None:
+            slot.position, slot.events = restored["position"], restored["events"]
+            slot.seen = set(map(tuple, restored.get("seen") or ()))
+            slot.projector.slice.numbered = dict(restored.get("numbered") or {})  # type: ignore[union-attr]
+        # graphs created after the last driver checkpoint are not new on replay: count the store
+        slot.matches = self.sink.count(query.iri)
         return slot
 
-    def _add(self, slot: _Slot) -> None:
-        with self._lock:
-            self._slots[slot.query.id] = slot
-
-    def _all(self) -> list[_Slot]:
-        with self._lock:
-            return list(self._slots.values())
-
     def _healthy(self) -> list[_Slot]:
-        return [s for s in self._all() if s.error is None and s.plan is not None]
-
-    def _fail(self, slot: _Slot, error: BaseException | str) -> None:
-        slot.error = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-        logger.error("query %s failed: %s", slot.query.id, slot.error)
-        if not slot.removed:
-            self.registry.set_status(slot.query.id, FAILED, slot.error)
+        return [slot for slot in self.slots.healthy() if slot.plan is not None]
 
     def _watch(self) -> None:
         """Refresh background snapshots when the knowledge base moved, and
@@ -603,9 +535,13 @@ class SparkStreamingEngine:
                         slot.publisher.refresh()
                     if not handle.isActive and not slot.stopping:
                         error = handle.exception()
-                        self._fail(slot, summary(str(error)) if error is not None else "stopped")
+                        self.slots.fail(slot, summary(str(error)) if error is not None else "stopped")
                 except Exception:
                     logger.exception("query %s: watching it failed", slot.query.id)
+
+
+def _broken(query: RegisteredQuery) -> _Slot:
+    return _Slot(query, position=query.start)
 
 
 def engine_session(spark: SparkSession, state_partitions: int) -> SparkSession:
@@ -631,7 +567,7 @@ def _project(slot: _Slot, plan: QueryPlan) -> None:
 _KeyFunction = Callable[[tuple[Any, ...], Iterator[pd.DataFrame], GroupState], Iterator[pd.DataFrame]]
 
 
-def _keyed(step: KeyedNfa) -> _KeyFunction:
+def _keyed(step: StreamKeyStep) -> _KeyFunction:
     """`step` as a plain function, which is what pyspark expects."""
 
     def keyed(
@@ -642,7 +578,7 @@ def _keyed(step: KeyedNfa) -> _KeyFunction:
     return keyed
 
 
-class QueryStopped(RuntimeError):
+class QueryStopped(InternalError, RuntimeError):
     """Raised in `foreachBatch` for a query being stopped or unregistered."""
 
 
@@ -684,21 +620,34 @@ def _event_ref(
 def _driver_payload(slot: _Slot, batch_id: int) -> bytes:
     numbered = slot.projector.slice.numbered if slot.projector is not None else None
     assert slot.plan is not None
-    data = {
+    body = {
         "batch": batch_id,
         "automaton": fingerprint(slot.plan.automaton),
         "position": slot.position,
         "events": slot.events,
-        "seen": slot.seen or None,
-        "numbered": numbered or None,
+        "seen": sorted(slot.seen),
+        "numbered": numbered or {},
     }
-    return _DRIVER_MAGIC + pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+    return checkpoint_format.encode("spark-driver", body)
 
 
 def _restore(payload: bytes | None) -> dict[str, Any] | None:
-    if payload is None or not payload.startswith(_DRIVER_MAGIC):
-        return None  # none yet, or the in-process engine's: Spark's checkpoint decides where to resume
-    data = load_pickle(payload[len(_DRIVER_MAGIC) :])
+    """The driver's checkpoint; None when there is none yet or it is the in-process engine's
+    (Spark's own checkpoint then decides where to resume)."""
+    if payload is None:
+        return None
+    try:
+        return checkpoint_format.decode(payload, "spark-driver", _legacy_driver)
+    except checkpoint_format.CheckpointFormatError:
+        return None
+
+
+def _legacy_driver(payload: bytes) -> dict[str, Any]:
+    """The format before the checkpoint format: `rsep-spark-driver/1` and a pickled dict."""
+    magic = b"rsep-spark-driver/1\n"
+    if not payload.startswith(magic):
+        raise checkpoint_format.CheckpointFormatError("not a Spark driver checkpoint")
+    data = checkpoint_format.load_pickle(payload[len(magic) :])
     assert isinstance(data, dict)
     return data
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
+from rsep.plugin.errors import InvalidInput
 from rsep.plugin.graph_events import PROV_GENERATED_AT, PROV_STARTED_AT, GraphEvent, Timestamp, TimestampError
 
 _GENERATED_AT = ox.NamedNode(PROV_GENERATED_AT)
@@ -35,7 +36,7 @@ KB_FORMATS = {
 MEDIA_TYPES = {"application/trig": ox.RdfFormat.TRIG, "application/n-quads": ox.RdfFormat.N_QUADS}
 
 
-class DataError(ValueError):
+class DataError(InvalidInput):
     """Bad input data, located as precisely as the input allows."""
 
     def __init__(self, source: str, message: str, line: int | None = None, column: int | None = None):

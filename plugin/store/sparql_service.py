@@ -22,6 +22,8 @@ from typing import Literal
 
 import pyoxigraph as ox
 
+from rsep.plugin.errors import InvalidInput, RemoteFailure, RsepError, Unrepresentable
+
 GraphName = str | None
 """A graph of the store: a named graph's IRI, or None for the default graph."""
 
@@ -60,37 +62,30 @@ DATASET_MEDIA_TYPES = ("application/trig", "application/n-quads", "application/l
 _write_lock = threading.Lock()
 
 
-class ServiceError(ValueError):
-    """A request the store cannot carry out as asked: bad data or a rejected query."""
-
-    def __init__(self, message: str, *, line: int | None = None, column: int | None = None) -> None:
-        super().__init__(message)
-        self.message, self.line, self.column = message, line, column
-
-
-class PayloadError(ServiceError):
+class PayloadError(InvalidInput):
     """An RDF payload that does not parse (line and column when the parser reports them)."""
 
+    source = "body"
 
-class QuerySyntaxError(ServiceError):
+
+class QuerySyntaxError(InvalidInput):
     """A query or update that Oxigraph's parser rejects; `source` is `query` or `update`, and
     line and column are where Oxigraph says."""
 
     def __init__(self, message: str, *, source: str, line: int | None, column: int | None) -> None:
-        super().__init__(message, line=line, column=column)
-        self.source = source
+        super().__init__(message, source=source, line=line, column=column)
 
 
-class EvaluationError(ServiceError):
+class EvaluationError(InvalidInput):
     """A query or update that Oxigraph parsed but could not evaluate."""
 
 
-class ServiceCallError(EvaluationError):
+class ServiceCallError(RemoteFailure):
     """An input/output error while evaluating: in practice a SERVICE call that failed (refused,
     an HTTP error, an IRI that is not an http(s) URL), or a LOAD that could not fetch."""
 
 
-class UnrepresentableResult(ServiceError):
+class UnrepresentableResult(Unrepresentable):
     """A result that the requested format cannot carry (e.g. RDF 1.2 triple terms in JSON-LD)."""
 
 
@@ -136,10 +131,10 @@ def run_query(
     its OFFERS (or raises, e.g. when nothing is acceptable).
 
     pyoxigraph's results are lazy and "unsendable" (they must be dropped by the thread that made
-    them), so every error is turned into a ServiceError here, raised after the result is
+    them), so every error is turned into a RsepError here, raised after the result is
     dropped: no traceback carries the result to another thread."""
     result = _evaluate(store, text, base_iri, dataset)
-    failure: ServiceError | None = None
+    failure: RsepError | None = None
     try:
         media_type = choose(_form(result))
         body = _serialize(result, media_type)
@@ -156,7 +151,7 @@ def run_query(
 
 def run_update(store: ox.Store, text: str, *, base_iri: str | None) -> None:
     """Run a SPARQL update; Oxigraph applies it in one transaction."""
-    failure: ServiceError | None = None
+    failure: RsepError | None = None
     with _write_lock:
         try:
             store.update(text, base_iri=base_iri)
@@ -172,7 +167,7 @@ def _evaluate(
     store: ox.Store, text: str, base_iri: str | None, dataset: Dataset | None
 ) -> ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples:
     """Parse the query and start it: SELECT and CONSTRUCT evaluate lazily, ASK here."""
-    failure: ServiceError
+    failure: RsepError
     try:
         if dataset is None:
             return store.query(text, base_iri=base_iri)
@@ -248,8 +243,8 @@ def _syntax_error(error: SyntaxError, source: str) -> QuerySyntaxError:
     return QuerySyntaxError(message[found.end() :], source=source, line=line, column=column)
 
 
-def _evaluation_error(error: Exception) -> EvaluationError:
-    kind = ServiceCallError if isinstance(error, OSError) else EvaluationError
+def _evaluation_error(error: Exception) -> RsepError:
+    kind: type[RsepError] = ServiceCallError if isinstance(error, OSError) else EvaluationError
     return kind(_one_line(str(error)) or type(error).__name__)
 
 

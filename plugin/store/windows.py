@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
+from rsep.plugin.errors import InvalidInput
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.service.match_graphs import MATCH_IRI_PREFIX, MATCHES_GRAPH
 from rsep.plugin.store.entailed import EntailedGraph, SchemaClosure, static_entailed
@@ -287,7 +288,7 @@ def timestamp_literal(time: Timestamp) -> ox.Literal:
 # --------------------------------------------------------------------------- replay over files
 
 
-class StreamFileError(ValueError):
+class StreamFileError(InvalidInput):
     """An event file that does not fit the query (unknown or missing stream)."""
 
 

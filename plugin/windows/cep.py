@@ -57,8 +57,9 @@ from rsep.plugin.compile.nfa_compiler import CompileError
 from rsep.plugin.compile.paths import has_nested_path
 from rsep.plugin.compile.query_plan import QueryPlan, collect_gpms, compile_query
 from rsep.plugin.graph_events import GraphEvent, Timestamp
-from rsep.plugin.nfa.runtime import Match, Runtime
-from rsep.plugin.replay import GpmEvaluatorLike, NumberedEvent, groups_by_key
+from rsep.plugin.nfa.keyed import GpmEvaluatorLike, KeyedNfa, KeyedState
+from rsep.plugin.nfa.runtime import Match
+from rsep.plugin.numbering import NumberedEvent
 from rsep.plugin.windows.window_functions import TICKS_PER_SECOND, to_ticks
 
 INTERVAL_START = "__rsep_start"
@@ -211,18 +212,16 @@ class ClauseRunner:
     def __init__(self, plan: QueryPlan, gpm: GpmEvaluatorLike) -> None:
         self.plan = plan
         self.gpm = gpm
-        self.runtime = Runtime(plan.automaton)
+        self.keyed = KeyedNfa(plan.automaton, plan.key)
         self._rows: dict[Hashable, dict[int, list[Mapping[str, str]]]] = {}
 
     def solutions(self, events: Sequence[WindowEvent]) -> set[Solution]:
         """[[EC, t]] over the windows' events at t (all of them end by t)."""
         rows, numbered = self._rows_of(events), self._numbered(events)
-        out: set[Solution] = set()
         until = max((n.event.time.seconds for n in numbered.values()), default=0.0)
-        for groups in groups_by_key(rows, numbered, self.plan.key).values():
-            state, matches = self.runtime.process(self.runtime.new_state(), groups)
-            out.update(map(_solution, [*matches, *self.runtime.settle(state, until)]))
-        return out
+        state = KeyedState()
+        matches = self.keyed.process(state, rows, numbered)  # settled below: no advance, which forgets
+        return set(map(_solution, [*matches, *self.keyed.settle(state, until)]))
 
     def _rows_of(self, events: Sequence[WindowEvent]) -> dict[int, list[tuple[int, Mapping[str, str]]]]:
         fresh = [e for e in events if e.key not in self._rows]

@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Generic, TypeVar
 
+from rsep.plugin.errors import InvalidInput
+
 T = TypeVar("T")
 
 
-class CycleError(ValueError, Generic[T]):
+class CycleError(InvalidInput, Generic[T]):
     """Items reading each other's streams in a cycle: `cycle` lists them, the first one again
     at the end (a -> b -> a: a reads what b produces, b reads what a produces)."""
 

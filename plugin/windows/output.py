@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 
+from rsep.plugin.errors import InvalidInput
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.results import srj_term
 from rsep.plugin.windows.window_functions import TICKS_PER_SECOND
@@ -88,12 +89,12 @@ class WindowRun:
         """A CONSTRUCT's evaluations as graph events of `stream`, in time order (evaluations that
         constructed nothing are not events)."""
         if self.plan.form is not Form.CONSTRUCT:
-            raise ValueError("only a CONSTRUCT query's evaluations are graph events")
+            raise InvalidInput("only a CONSTRUCT query's evaluations are graph events")
         return [evaluation_event(stream, e.time, self.numeric, e.answer.triples) for e in self.evaluations]
 
     def srj(self) -> str:
         if self.plan.form is Form.CONSTRUCT:
-            raise ValueError(
+            raise InvalidInput(
                 "--format srj lists solutions; a CONSTRUCT query's results are graph events: "
                 "use --format jsonl"
             )

@@ -56,7 +56,7 @@ LATEST_IN_FUNCTION = RSEP + "latestTimeIn"
 """latestTimeIn(stream, s1, p1, o1, ...): the same, in the window(s) of one stream."""
 
 
-class TimestampError(CompileError):
+class TimestampFunctionError(CompileError):
     """A timestamp() call rsep cannot evaluate: the message says why, the position (when the
     query was parsed) where the call is written."""
 
@@ -76,7 +76,7 @@ def check_no_timestamp(node: Node, where: str) -> None:
     call = next((n for n in walk(node) if _is_timestamp(n)), None)
     if call is not None:
         message = f"timestamp() may only be used in a FILTER, not in {where}"
-        raise TimestampError(message, call.position)
+        raise TimestampFunctionError(message, call.position)
 
 
 def _is_timestamp(node: Any) -> bool:
@@ -114,13 +114,13 @@ def _call(node: Any, triples: list[TriplePattern], streams: Collection[str]) -> 
         return node
     args, at = node.args, node.position
     if not args or not isinstance(args[0], Var) or len(args) > 2:
-        raise TimestampError(
+        raise TimestampFunctionError(
             "timestamp takes a variable and, optionally, a stream: timestamp(?v [, <s>])", at
         )
     var: Var = args[0]
     binding = [t for t in triples if var.name in triple_vars(t)]
     if not binding:
-        raise TimestampError(
+        raise TimestampFunctionError(
             f"timestamp(?{var.name}): no triple pattern of the FILTER's group binds ?{var.name}", at
         )
     terms: list[Expr] = []
@@ -136,13 +136,13 @@ def _stream(arg: Expr, var: Var, streams: Collection[str], at: SourcePosition | 
     known = ", ".join(f"<{s}>" for s in streams)
     if not isinstance(arg, IRI):
         written = f"?{arg.name}" if isinstance(arg, Var) else "..."
-        raise TimestampError(
+        raise TimestampFunctionError(
             f"timestamp(?{var.name}, {written}): the second argument names a stream by its IRI ({known}); "
             "the windows are merged into the default graph, so no GRAPH ?g binds a stream",
             at,
         )
     if arg.value not in streams:
-        raise TimestampError(
+        raise TimestampFunctionError(
             f"timestamp(?{var.name}, <{arg.value}>): <{arg.value}> is not a stream of the query "
             f"(FROM STREAM {known})",
             at,
@@ -153,13 +153,13 @@ def _stream(arg: Expr, var: Var, streams: Collection[str], at: SourcePosition | 
 def _terms(triple: TriplePattern, var: Var, at: SourcePosition | None) -> list[Expr]:
     parts = (triple.subject, triple.predicate, triple.object)
     if any(isinstance(p, BNode) for p in parts):
-        raise TimestampError(
+        raise TimestampFunctionError(
             f"timestamp(?{var.name}): write the patterns that bind ?{var.name} with variables, "
             "not blank nodes",
             at,
         )
     if not isinstance(triple.predicate, Var | IRI):
-        raise TimestampError(
+        raise TimestampFunctionError(
             f"timestamp(?{var.name}): a property path does not bind ?{var.name} through one triple", at
         )
     terms: list[Expr] = []

@@ -81,7 +81,7 @@ from rsep.plugin.windows.cep import (
 )
 from rsep.plugin.windows.construct import construct_select
 from rsep.plugin.windows.timestamp import (
-    TimestampError,
+    TimestampFunctionError,
     check_no_timestamp,
     rewrite_timestamps,
     uses_timestamp,
@@ -187,7 +187,7 @@ def plan_windows(query: EventQuery) -> WindowPlan:
     try:
         where = _timestamps(query)
         where, cep = _event_clauses(query, where, windows)
-    except (TimestampError, EventClauseError) as error:
+    except (TimestampFunctionError, EventClauseError) as error:
         raise _plan_error(error) from None
     if query.entailment is not None:
         where = _entailed(where, query.entailment, windows, merged)

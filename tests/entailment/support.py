@@ -13,7 +13,8 @@ from rsep.plugin.algebra.events import EventQuery, MatchElement
 from rsep.plugin.algebra.sparql import GroupPattern
 from rsep.plugin.compile.entailment import Mechanism, entail_pattern
 from rsep.plugin.compile.query_plan import QueryPlan, compile_query, event_pattern_of
-from rsep.plugin.replay import Replay, number_events
+from rsep.plugin.numbering import number_events
+from rsep.plugin.replay import Replay
 from rsep.plugin.results import Projector, jsonl_line
 from rsep.plugin.store.gpm_stage import GpmEvaluator
 from tests.paths import FIXTURES

@@ -22,7 +22,8 @@ from rsep.grammar import parse_event_query
 from rsep.plugin.compile.entailment import Mechanism
 from rsep.plugin.compile.query_plan import QueryPlan, compile_query
 from rsep.plugin.graph_events import GraphEvent, Timestamp
-from rsep.plugin.replay import Replay, number_events
+from rsep.plugin.numbering import number_events
+from rsep.plugin.replay import Replay
 from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows
 from rsep.plugin.windows import plan_windows

@@ -16,7 +16,8 @@ import pytest
 from rsep.endpoint.run_command import load_kb, read_streams
 from rsep.plugin.compile.entailment import Mechanism
 from rsep.plugin.compile.query_plan import QueryPlan, compile_query
-from rsep.plugin.replay import Replay, number_events
+from rsep.plugin.numbering import number_events
+from rsep.plugin.replay import Replay
 from rsep.plugin.results import Projector, jsonl_line
 from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
 from rsep.plugin.store.rdfio import load_into, read_event_file

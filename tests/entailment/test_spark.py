@@ -9,7 +9,7 @@ import pytest
 
 from rsep.endpoint.run_command import load_kb, read_streams
 from rsep.plugin.compile.query_plan import compile_query
-from rsep.plugin.replay import number_events
+from rsep.plugin.numbering import number_events
 from rsep.plugin.results import Projector, jsonl_line
 from tests.entailment.support import case_query, expected, request
 

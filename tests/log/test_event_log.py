@@ -3,7 +3,7 @@
 import pytest
 
 from rsep.plugin.graph_events import GraphEvent, Timestamp
-from rsep.plugin.log import EventLog, MixedTimeError, OutOfOrderError
+from rsep.plugin.log import EventLog, LateEventError, MixedTimeError
 
 
 def event(t: float, name: str = "g", stream: str = "urn:s") -> GraphEvent:
@@ -31,7 +31,7 @@ def test_reopening_continues_where_it_stopped(tmp_path):
 def test_out_of_order_events_are_rejected_whole(tmp_path):
     log = EventLog(tmp_path)
     log.append([event(5)])
-    with pytest.raises(OutOfOrderError, match="older than the newest accepted"):
+    with pytest.raises(LateEventError, match="older than the newest accepted"):
         log.append([event(6, "x"), event(4, "y")])
     assert [r.event.name for r in log.read()] == ["<urn:g>"]
     assert log.next_position == 1

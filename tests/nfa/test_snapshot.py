@@ -18,7 +18,8 @@ from rsep.plugin.compile.query_plan import compile_query
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa import snapshot
 from rsep.plugin.nfa.runtime import Match, NfaState, Run
-from rsep.plugin.replay import Replay, number_events
+from rsep.plugin.numbering import number_events
+from rsep.plugin.replay import Replay
 from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
 
 EX = "http://example.org/"
@@ -62,7 +63,7 @@ def resumed_and_whole(query: str, triples: list[str]) -> tuple[list[Match], list
     first = Replay(plan, GpmEvaluator(plan.gpms, KnowledgeBase()))
     found = first.process_batch(events[:2])
     second = Replay(plan, GpmEvaluator(plan.gpms, KnowledgeBase()))
-    second.states = snapshot.decode(pickle.loads(pickle.dumps(snapshot.encode(first.states))))
+    second.state.states = snapshot.decode(pickle.loads(pickle.dumps(snapshot.encode(first.states))))
     return found + second.process_batch(events[2:]), whole
 
 

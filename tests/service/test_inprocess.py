@@ -16,7 +16,8 @@ from rsep.plugin.compile.query_plan import QueryPlan, compile_query
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.log import EventLog, LogRecord
 from rsep.plugin.nfa.snapshot import StateMismatch
-from rsep.plugin.replay import Replay, number_events
+from rsep.plugin.numbering import number_events
+from rsep.plugin.replay import Replay
 from rsep.plugin.service.checkpoints import CheckpointStore
 from rsep.plugin.service.inprocess import InProcessEngine
 from rsep.plugin.service.match_graphs import MATCHES_GRAPH, match_iri

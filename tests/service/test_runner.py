@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from rsep.grammar import parse_event_query
 from rsep.plugin.compile.query_plan import compile_query
-from rsep.plugin.replay import number_events
+from rsep.plugin.numbering import number_events, number_records
 from rsep.plugin.service.match_graphs import MatchGraph, match_iri
-from rsep.plugin.service.runner import QueryRunner, load_state, number_records
+from rsep.plugin.service.runner import QueryRunner, load_state
 from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
 from tests.service.support import (
     OTHER,
@@ -147,23 +147,23 @@ def test_the_newest_timestamp_is_reported_at_once_and_completed_later():
     runner = runner_for("any")
     first = runner.step(records([event(1, "a1", val=1), event(2, "c1", kind="c", val=2)]))
     assert [g.derived_from for g in first] == [("urn:t:a1", "urn:t:c1")]  # no need to wait for time 3
-    assert runner.state.closed_rank == 0 and runner.state.last_rank == 1  # rank 1 is still open
+    assert runner.state.keyed.closed_rank == 0 and runner.state.last_rank == 1  # rank 1 is still open
     # another event at time 2 arrives in a later request: rank 1 grows
     second = runner.step(records([event(2, "c2", kind="c", val=3)], first=2))
     assert sorted(g.derived_from for g in second) == [("urn:t:a1", "urn:t:c1"), ("urn:t:a1", "urn:t:c2")]
     assert {g.iri for g in first} <= {g.iri for g in second}  # reported again, same graph
     # an event of a stream the query does not read closes rank 1
     runner.step(records([event(3, "x", OTHER)], first=3))
-    assert runner.state.closed_rank == 1 and runner.state.pending == {}
+    assert runner.state.keyed.closed_rank == 1 and runner.state.keyed.pending == {}
 
 
 def test_tentative_processing_does_not_change_the_committed_states():
     open_runner = runner_for("any")
     open_runner.step(records([event(1, "a1", val=1), event(2, "a2", val=2), event(3, "c1", kind="c", val=5)]))
-    assert len(open_runner.state.pending) == 1  # time 3 was processed tentatively (two matches)
+    assert len(open_runner.state.keyed.pending) == 1  # time 3 was processed tentatively (two matches)
     closed_runner = runner_for("any")
     closed_runner.step(records([event(1, "a1", val=1), event(2, "a2", val=2), event(2.5, "x", OTHER)]))
-    assert closed_runner.state.closed_rank == open_runner.state.closed_rank == 1
+    assert closed_runner.state.keyed.closed_rank == open_runner.state.keyed.closed_rank == 1
     assert _runs(open_runner) == _runs(closed_runner)
 
 
@@ -174,7 +174,7 @@ def _runs(runner):
             for rs in nfa.runs.values()
             for r in rs
         )
-        for key, nfa in runner.state.states.items()
+        for key, nfa in runner.state.keyed.states.items()
     }
 
 
@@ -257,7 +257,7 @@ def test_snapshot_round_trip_keeps_counts_and_position():
     runner.created(1)
     state = load_state(runner.snapshot())
     assert (state.position, state.event_count, state.match_count) == (2, 2, 1)
-    assert state.pending.keys() == runner.state.pending.keys()
+    assert state.keyed.pending.keys() == runner.state.keyed.pending.keys()
 
 
 def test_events_no_run_refers_to_are_forgotten():
@@ -267,23 +267,3 @@ def test_events_no_run_refers_to_are_forgotten():
         runner.step(log[start : start + 500])
     assert len(runner.state.events) < 2100
     assert runner.state.event_count == 5000
-
-
-def test_the_scratch_copy_covers_every_field_of_the_nfa_state():
-    from dataclasses import fields
-
-    from rsep.plugin.nfa.runtime import NfaState
-    from rsep.plugin.service.runner import _scratch_copy
-
-    state = NfaState(
-        runs={1: []},
-        last_rank=3,
-        history={0: [({"x": "1"}, (1.0, 2.0))]},
-        pending=[],
-        joins={0: [(0, 5, {"x": "1"}, 1.0)]},
-    )
-    copied = _scratch_copy(state)
-    assert {f.name for f in fields(NfaState)} == {"runs", "last_rank", "history", "pending", "joins"}
-    assert copied == state
-    assert copied.history is not state.history and copied.history[0] is not state.history[0]
-    assert copied.joins is not state.joins and copied.joins[0] is not state.joins[0]

@@ -41,8 +41,9 @@ from rsep.plugin.algebra.sparql import Node
 from rsep.plugin.compile.nfa_compiler import CompileError
 from rsep.plugin.compile.query_plan import QueryPlan
 from rsep.plugin.graph_events import GraphEvent
+from rsep.plugin.nfa.keyed import groups_by_key, in_detection_order
 from rsep.plugin.nfa.runtime import Match, Runtime
-from rsep.plugin.replay import NumberedEvent, groups_by_key, in_detection_order
+from rsep.plugin.numbering import NumberedEvent
 from rsep.plugin.spark.stage import SparkReplay
 from rsep.plugin.store.gpm_stage import GpmEvaluator
 from tests.spark.conftest import (

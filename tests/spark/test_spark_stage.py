@@ -21,16 +21,8 @@ from rsep.plugin.algebra.events import Negation, SelectionStrategy, Sequence
 from rsep.plugin.algebra.sparql import XSD_INTEGER
 from rsep.plugin.compile.query_plan import compile_query
 from rsep.plugin.graph_events import GraphEvent, Timestamp
-from rsep.plugin.nfa.runtime import Match, NfaState
-from rsep.plugin.spark.adapter import (
-    GPM_COLUMNS,
-    KeyStep,
-    dump_state,
-    groups_of,
-    load_state,
-    match_frame,
-    matches_of,
-)
+from rsep.plugin.nfa.runtime import Match
+from rsep.plugin.spark.adapter import GPM_COLUMNS, BatchKeyStep, match_frame, matches_of, rows_of
 from rsep.plugin.spark.cds import ClassCache
 from rsep.plugin.spark.session import default_conf, local_cores
 from rsep.plugin.spark.stage import SparkReplay
@@ -295,31 +287,32 @@ def gpm_rows(
     )
 
 
-def test_groups_are_built_in_rank_order_whatever_the_row_order() -> None:
+def test_rows_are_ordered_by_rank_gpm_and_event_whatever_the_shuffle() -> None:
     rows = gpm_rows((3, 9.0, 5, 1, {"k": "x"}), (1, 2.0, 2, 0, {"k": "x"}), (3, 9.0, 4, 1, {"k": "y"}))
-    groups = groups_of(rows)
-    assert [(g.rank, g.time) for g in groups] == [(1, 2.0), (3, 9.0)]
-    assert groups[1].rows == {1: [(4, {"k": "y"}), (5, {"k": "x"})]}
-    assert [g.starts for g in groups] == [None, None]
+    found, events = rows_of(rows)
+    assert found == {0: [(2, {"k": "x"})], 1: [(4, {"k": "y"}), (5, {"k": "x"})]}
+    assert [(events[e].rank, events[e].event.time.seconds, events[e].event.start) for e in (2, 4, 5)] == [
+        (1, 2.0, None),
+        (3, 9.0, None),
+        (3, 9.0, None),
+    ]
 
 
-def test_groups_carry_the_interval_starts_of_their_events() -> None:
-    """As `groups_by_key` in process: only events spanning an interval have a start."""
+def test_events_carry_their_interval_starts() -> None:
+    """As in process: only events spanning an interval have a start."""
     rows = gpm_rows((3, 9.0, 5, 1, {"k": "x"}), (1, 2.0, 2, 0, {"k": "x"}), (3, 9.0, 4, 1, {"k": "y"}),
                     starts={5: 6.5, 2: 0.5})  # fmt: skip
-    assert [(g.rank, g.starts) for g in groups_of(rows)] == [(1, {2: 0.5}), (3, {5: 6.5})]
+    _, events = rows_of(rows)
+    starts = {e: None if n.event.start is None else n.event.start.seconds for e, n in events.items()}
+    assert starts == {2: 0.5, 4: None, 5: 6.5}
 
 
-def test_key_step_pickles_without_its_runtime_and_resumes_from_a_saved_state() -> None:
+def test_key_step_pickles_without_its_runtime() -> None:
     plan = plan_of(seq(typed("A", "A"), typed("B", "B")))
-    step = pickle.loads(pickle.dumps(KeyStep(plan.automaton)))
-    first = gpm_rows((0, 1.0, 0, 0, {"k": '"k1"'}))
-    second = gpm_rows((1, 2.0, 1, 1, {"k": '"k1"'}))
-    state, matches = step(None, first)
-    assert matches == [] and state.run_count() == 1
-    restored = load_state(dump_state(state))
-    assert isinstance(restored, NfaState)
-    _, matches = step(restored, second)
+    step = pickle.loads(pickle.dumps(BatchKeyStep(plan.automaton, plan.key)))
+    assert step.keyed._runtime is None
+    rows = gpm_rows((0, 1.0, 0, 0, {"k": '"k1"'}), (1, 2.0, 1, 1, {"k": '"k1"'}))
+    matches = step.matches(rows)
     assert matches == [Match((0, 1), 1.0, 2.0, 0, 1, {"k": '"k1"'})]
     assert matches_of(match_frame(matches).to_dict("records")) == matches
 

@@ -27,8 +27,8 @@ from rsep.plugin.spark.stream_stages import (
     TIME_LOW,
     TIME_SHIFT,
     WATERMARK_DELAY_MS,
-    KeyedNfa,
     StreamGpmStage,
+    StreamKeyStep,
 )
 from rsep.plugin.spark.streaming_engine import _outputs
 from rsep.plugin.store.gpm_stage import BackgroundSnapshot
@@ -134,7 +134,7 @@ class Job:
         rows = pd.concat(frames, ignore_index=True)
         micros = [event_time_micros(t) for t in rows["time"].tolist()]
         assert all(m > self.watermark * 1000 for m in micros), "a row Spark would drop as late"
-        step = KeyedNfa(self.plan.automaton, self.plan.key)
+        step = StreamKeyStep(self.plan.automaton, self.plan.key)
         state = dict(self.state)
         timeouts = dict(self.timeouts)
         out: list[pd.DataFrame] = []
@@ -156,7 +156,7 @@ class Job:
             reader.commit(end)
         return found, position
 
-    def _call(self, step: KeyedNfa, key: str, frames: list[pd.DataFrame], state: dict[str, bytes],
+    def _call(self, step: StreamKeyStep, key: str, frames: list[pd.DataFrame], state: dict[str, bytes],
               timeouts: dict[str, int], *, timed_out: bool) -> list[pd.DataFrame]:  # fmt: skip
         group = FakeState(state.get(key), self.watermark, timed_out)
         produced = list(step((key,), iter(frames), group))

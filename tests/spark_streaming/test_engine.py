@@ -14,10 +14,11 @@ import pytest
 from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.log import LogRecord
 from rsep.plugin.nfa.snapshot import fingerprint
-from rsep.plugin.replay import NumberedEvent, Replay, number_events
+from rsep.plugin.numbering import NumberedEvent, number_events
+from rsep.plugin.replay import Replay
+from rsep.plugin.service import checkpoints as checkpoint_format
 from rsep.plugin.service.match_graphs import match_iri
 from rsep.plugin.spark.log_source import SnapshotFiles
-from rsep.plugin.spark.streaming_engine import _DRIVER_MAGIC
 from rsep.plugin.store.gpm_stage import GpmEvaluator
 from rsep.plugin.store.rdfio import load_into
 from tests.endpoint_streaming.conftest import SMART_GRID, smart_grid_events
@@ -167,11 +168,11 @@ def test_a_driver_checkpoint_of_another_automaton_replays_the_query_from_its_reg
     metadata = first.checkpoints.root / query.id / "spark" / "metadata"
     spark_id = json.loads(metadata.read_text())["id"]
     payload = first.checkpoints.load(query.id)
-    assert payload is not None and payload.startswith(_DRIVER_MAGIC)
-    driver = pickle.loads(payload[len(_DRIVER_MAGIC) :])
+    assert payload is not None
+    driver = checkpoint_format.decode(payload, "spark-driver")
     assert driver["automaton"] == fingerprint(plan_of("any").automaton)
-    del driver["automaton"]  # as an rsep before fingerprints wrote it
-    first.checkpoints.save(query.id, _DRIVER_MAGIC + pickle.dumps(driver))
+    del driver["automaton"]  # as an rsep before fingerprints wrote it, in the format before this one
+    first.checkpoints.save(query.id, b"rsep-spark-driver/1\n" + pickle.dumps(driver))
 
     second = make_node()
     second.engine.start()
