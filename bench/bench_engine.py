@@ -117,7 +117,7 @@ def spark_run(plan: QueryPlan, events: Sequence[Any], master: str) -> tuple[tupl
     for the JVM's first compilations; the second one is timed."""
     from rsep.plugin.spark.session import get_session
     from rsep.plugin.spark.stage import SparkReplay
-    from rsep.plugin.store.gpm_stage import KnowledgeBase
+    from rsep.plugin.store.kb import KnowledgeBase
 
     stage = SparkReplay(plan, KnowledgeBase(), get_session(master))
     stage.run(events)

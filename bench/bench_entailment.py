@@ -61,7 +61,8 @@ from rsep.plugin.compile.query_plan import QueryPlan, compile_query, event_patte
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.numbering import NumberedEvent, number_events
 from rsep.plugin.replay import Replay
-from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator
+from rsep.plugin.store.kb import KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows
 from rsep.plugin.windows import plan_windows
 from rsep.plugin.windows.window_plan import WindowPlan
@@ -140,8 +141,8 @@ def workload(subclasses: int, others: int, events: int, seed: int = 2011) -> Wor
         for graph in (ox.DefaultGraph(), ox.NamedNode(ONTOLOGY_GRAPH))
         for c, s in (*plants, *fungi)
     ]
-    kb.store.bulk_extend(quads)
-    kb.touch()
+    with kb.writing() as store:
+        store.bulk_extend(quads)
     members = [ROOT, *(c for c, _ in plants)]
     outsiders = [OTHER_ROOT, *(c for c, _ in fungi)]
     parent = dict((*plants, *fungi))
@@ -212,7 +213,8 @@ def refresh(plan: QueryPlan, kb: KnowledgeBase, repeat: int = 3) -> float:
     """Seconds to evaluate what a plan reads from the knowledge base once (per KB version)."""
     times = []
     for _ in range(repeat):
-        kb.touch()  # a new version: nothing cached
+        with kb.writing():  # a new version: nothing cached
+            pass
         start = time.perf_counter()
         kb.snapshot(plan.gpms)
         times.append(time.perf_counter() - start)

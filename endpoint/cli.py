@@ -207,7 +207,7 @@ def _shut_down(app: Flask) -> None:
             sys.stderr.write(f"rsep: shutdown: {_one_line(error)}\n")
     resources = app.extensions.get("rsep")
     if resources is not None:
-        resources.kb.store.flush()
+        resources.kb.flush()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -25,9 +25,10 @@ from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.numbering import NumberedEvent, number_events
 from rsep.plugin.replay import Replay
 from rsep.plugin.results import Projector, Solution, derived_event, jsonl_line, srj_document
-from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator
+from rsep.plugin.store.kb import KnowledgeBase
 from rsep.plugin.store.prepare import check_plan, check_window_plan
-from rsep.plugin.store.rdfio import DataError, events_trig, load_into, read_event_file, timestamp_position
+from rsep.plugin.store.rdfio import DataError, events_trig, read_event_file, timestamp_position
 from rsep.plugin.store.windows import replay_window_events
 from rsep.plugin.windows import is_window_query, plan_windows
 from rsep.plugin.windows.chain import CycleError, dependency_order
@@ -279,8 +280,7 @@ def _in_dependency_order(rules: Sequence[Rule]) -> list[Rule]:
 def load_kb(files: Sequence[KbFile]) -> KnowledgeBase:
     kb = KnowledgeBase()
     for file in files:
-        load_into(kb.store, file.path, graph=file.graph)
-    kb.touch()
+        kb.load(file.path, graph=file.graph)
     return kb
 
 

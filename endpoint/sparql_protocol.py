@@ -155,8 +155,8 @@ def run_query(operation: Operation) -> Response:
         return chosen.offer
 
     try:
-        media_type, body = sparql_service.run_query(
-            resources().kb.store, operation.text, choose=choose, base_iri=base, dataset=operation.dataset
+        media_type, body = resources().kb.query(
+            operation.text, choose=choose, base_iri=base, dataset=operation.dataset
         )
     except QuerySyntaxError as theirs:
         raise rejection(ours, theirs) from None
@@ -245,10 +245,9 @@ def run_update(operation: Operation) -> Response:
         if operation.dataset is not None:
             text = with_using_clauses(text, operation.dataset)
     try:
-        sparql_service.run_update(resources().kb.store, text, base_iri=base)
+        resources().kb.update(text, base_iri=base)
     except QuerySyntaxError as theirs:
         raise rejection(ours, theirs) from None
-    resources().kb.touch()
     response = Response(status=204)
     del response.headers["Content-Type"]  # no body, so no type
     return response

@@ -132,8 +132,6 @@ def _base_iri(target: Target) -> str:
 
 
 def _written(status: int, headers: dict[str, str] | None = None) -> Response:
-    """A write happened: cached background answers must be refreshed."""
-    resources().kb.touch()
     response = Response(status=status, headers=headers)
     del response.headers["Content-Type"]  # no body, so no type
     return response
@@ -163,21 +161,19 @@ def _put(target: Target, media_type: str) -> Response:
             "PUT needs ?graph=IRI or ?default (the whole store is not replaced)", parameter="graph"
         )
     payloads = _graph_payloads(media_type)
-    created = sparql_service.put_graph(
-        resources().kb.store, target.graph, payloads[0], base_iri=_base_iri(target)
-    )
+    created = resources().kb.put_graph(target.graph, payloads[0], base_iri=_base_iri(target))
     return _written(201 if created else 204)
 
 
 def _post(target: Target, media_type: str) -> Response:
-    store = resources().kb.store
+    kb = resources().kb
     if target.store and media_type in DATASET_MEDIA_TYPES:
-        sparql_service.post_dataset(store, Payload(request.get_data(), media_type), base_iri=request.base_url)
+        kb.post_dataset(Payload(request.get_data(), media_type), base_iri=request.base_url)
         return _written(204)
     if target.store:
         return _create_graph(media_type)
     payloads = _graph_payloads(media_type)
-    created = sparql_service.post_graph(store, target.graph, payloads, base_iri=_base_iri(target))
+    created = kb.post_graph(target.graph, payloads, base_iri=_base_iri(target))
     return _written(201 if created else 204)
 
 
@@ -185,7 +181,7 @@ def _create_graph(media_type: str) -> Response:
     """POST of a graph to the store itself: a new graph, named by a fresh URL under /store/."""
     graph = f"{request.base_url.rstrip('/')}/{uuid.uuid4().hex}"
     payloads = _graph_payloads(media_type)
-    sparql_service.post_graph(resources().kb.store, graph, payloads, base_iri=graph)
+    resources().kb.post_graph(graph, payloads, base_iri=graph)
     return _written(201, {"Location": graph})
 
 
@@ -194,7 +190,7 @@ def _delete(target: Target) -> Response:
         raise BadRequest(
             "DELETE needs ?graph=IRI or ?default (the whole store is not dropped)", parameter="graph"
         )
-    if not sparql_service.delete_graph(resources().kb.store, target.graph):
+    if not resources().kb.delete_graph(target.graph):
         raise NotFound(f"no graph <{target.graph}> in the store")
     return _written(204)
 

@@ -33,7 +33,8 @@ from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.numbering import NumberedEvent
 from rsep.plugin.spark.adapter import GPM_COLUMNS, BatchKeyStep, matches_of, typed_frame
 from rsep.plugin.spark.schemas import EVENT_SCHEMA, GPM_ROW_SCHEMA, MATCH_SCHEMA
-from rsep.plugin.store.gpm_stage import BackgroundSnapshot, GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator
+from rsep.plugin.store.kb import BackgroundSnapshot, KnowledgeBase
 
 
 class SparkReplay:

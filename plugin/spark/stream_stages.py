@@ -59,7 +59,8 @@ from rsep.plugin.numbering import NumberedEvent
 from rsep.plugin.service.checkpoints import load_pickle
 from rsep.plugin.service.runner import dump_keyed, load_keyed
 from rsep.plugin.spark.log_source import HEADER
-from rsep.plugin.store.gpm_stage import BackgroundSnapshot, GpmEvaluator
+from rsep.plugin.store.gpm_stage import GpmEvaluator
+from rsep.plugin.store.kb import BackgroundSnapshot
 
 # pyspark's applyInPandasWithState pads its output with all-NA frames before
 # pd.concat, which pandas 2 warns about on every call (in this worker process).

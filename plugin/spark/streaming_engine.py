@@ -98,7 +98,7 @@ from rsep.plugin.spark.stream_stages import (
     StreamGpmStage,
     StreamKeyStep,
 )
-from rsep.plugin.store.gpm_stage import BackgroundSnapshot, KnowledgeBase
+from rsep.plugin.store.kb import BackgroundSnapshot, KnowledgeBase
 
 logger = logging.getLogger("rsep.spark.streaming")
 

@@ -18,64 +18,20 @@ from typing import Protocol
 
 import pyoxigraph as ox
 
-from rsep.plugin.compile.entailment import SCHEMA_GRAPH, SCHEMA_PREDICATES, is_blank_node_var
+from rsep.plugin.compile.entailment import is_blank_node_var
 from rsep.plugin.compile.gpm_plan import EVENT_GRAPH_PREFIX, EVENT_VAR, GpmPlan, Lookup
 from rsep.plugin.compile.lazy import Needs
 from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.nfa.automaton import Atom, DisjunctionAtom, GpmAtom
+from rsep.plugin.store.kb import BackgroundSnapshot, KnowledgeBase, solutions
 from rsep.plugin.store.rdfio import batch_nquads
+
+__all__ = ["Background", "BackgroundSnapshot", "GpmEvaluator", "GpmStats"]
+"""(`BackgroundSnapshot` is also named here: Spark snapshots pickled by older rsep name this module.)"""
 
 Row = tuple[int, dict[str, str]]
 """(event id, solution mapping as N-Triples terms)."""
 Index = dict[tuple[str, ...], list[dict[str, str]]]
-
-
-class KnowledgeBase:
-    """The background knowledge base: a store plus a version that moves on
-    every update, so cached background solutions know when they are stale.
-    `default_version` moves only with updates that may change the default
-    graph (match graphs are named graphs): it dates what lookups read."""
-
-    def __init__(self, store: ox.Store | None = None) -> None:
-        self.store = store if store is not None else ox.Store()
-        self.version = 0
-        self.default_version = 0
-        self._lookups: dict[str, tuple[int, list[dict[str, str]]]] = {}
-
-    def touch(self, default_graph: bool = True) -> None:
-        """Record an update; `default_graph=False` when it wrote named graphs only."""
-        self.version += 1
-        if default_graph:
-            self.default_version += 1
-
-    @property
-    def lookup_version(self) -> int:
-        return self.default_version
-
-    def lookup(self, query: str) -> list[dict[str, str]]:
-        """A lookup's solutions (lookups read the default graph only, rsep.plugin.compile.gpm_plan),
-        evaluated again only when the default graph may have changed."""
-        version = self.default_version  # read first: an update during the query dates it stale
-        cached = self._lookups.get(query)
-        if cached is None or cached[0] != version:
-            cached = self._lookups[query] = (version, self.select(query))
-        return cached[1]
-
-    def select(self, query: str) -> list[dict[str, str]]:
-        return solutions(self.store.query(query))
-
-    def graph_quads(self, graph: str) -> list[ox.Quad]:
-        if graph == SCHEMA_GRAPH:
-            return schema_quads(self.store)
-        return list(self.store.quads_for_pattern(None, None, None, ox.NamedNode(graph)))
-
-    def snapshot(self, plans: Sequence[GpmPlan]) -> BackgroundSnapshot:
-        """What `plans` read from this knowledge base, evaluated now."""
-        answers = {p.kb_query: self.select(p.kb_query) for p in plans if p.kb_query is not None}
-        answers.update({lookup.query: self.lookup(lookup.query) for p in plans for lookup in p.lookups})
-        names = sorted({g for p in plans for g in p.kb_graphs_in_batch})
-        graphs = {g: _nquads(self.graph_quads(g)) for g in names}
-        return BackgroundSnapshot(self.version, answers, graphs)
 
 
 class Background(Protocol):
@@ -92,58 +48,6 @@ class Background(Protocol):
     def lookup_version(self) -> int: ...
 
     def lookup(self, query: str) -> list[dict[str, str]]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class BackgroundSnapshot:
-    """A knowledge base's answers to a plan's background queries and its
-    graphs as N-Quads text, taken once on the driver: it pickles, so Spark
-    broadcasts it and executors never open the store."""
-
-    version: int
-    answers: Mapping[str, list[dict[str, str]]]
-    graphs: Mapping[str, str]
-
-    def select(self, query: str) -> list[dict[str, str]]:
-        try:
-            return self.answers[query]
-        except KeyError:
-            raise KeyError(f"background query not in the snapshot: {query}") from None
-
-    def graph_quads(self, graph: str) -> Iterable[ox.Quad]:
-        return ox.parse(self.graphs[graph], ox.RdfFormat.N_QUADS)
-
-    @property
-    def lookup_version(self) -> int:
-        return self.version
-
-    def lookup(self, query: str) -> list[dict[str, str]]:
-        return self.select(query)
-
-
-def schema_quads(store: ox.Store) -> list[ox.Quad]:
-    """The schema an entailment regime reads: the RDFS schema triples of the default graph, as
-    the named graph SCHEMA_GRAPH (rsep.plugin.compile.entailment)."""
-    graph = ox.NamedNode(SCHEMA_GRAPH)
-    return [
-        ox.Quad(quad.subject, quad.predicate, quad.object, graph)
-        for predicate in SCHEMA_PREDICATES
-        for quad in store.quads_for_pattern(None, ox.NamedNode(predicate), None, ox.DefaultGraph())
-    ]
-
-
-def _nquads(quads: list[ox.Quad]) -> str:
-    return (ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b"").decode()
-
-
-def solutions(results: object) -> list[dict[str, str]]:
-    """SELECT results as mappings of variable name -> N-Triples term."""
-    assert isinstance(results, ox.QuerySolutions)
-    names = [v.value for v in results.variables]
-    out = []
-    for solution in results:
-        out.append({n: str(t) for n, t in zip(names, solution, strict=True) if t is not None})
-    return out
 
 
 @dataclass(slots=True)

@@ -26,7 +26,7 @@ from typing import TypeVar
 import pyoxigraph as ox
 
 from rsep.plugin.service.match_graphs import MATCHES_GRAPH, PROV, RDF_TYPE, RSEP, ResultGraph
-from rsep.plugin.store.gpm_stage import KnowledgeBase
+from rsep.plugin.store.kb import KnowledgeBase
 
 _MATCHES = ox.NamedNode(MATCHES_GRAPH)
 _GENERATED_BY = ox.NamedNode(PROV + "wasGeneratedBy")
@@ -45,7 +45,6 @@ class OxigraphMatchSink:
         self._lock = threading.Lock()
 
     def write(self, graphs: Sequence[G]) -> list[G]:
-        store = self.kb.store
         with self._lock:
             fresh: dict[str, G] = {}
             for graph in graphs:
@@ -56,12 +55,12 @@ class OxigraphMatchSink:
             quads = list(ox.parse("".join(graph.nquads() for graph in fresh.values()), ox.RdfFormat.N_QUADS))
             named = {quad.graph_name for quad in quads}
             empty = {name for name in map(ox.NamedNode, fresh) if name not in named}
-            if empty:
-                metadata = [q for q in quads if q.graph_name == _MATCHES and q.subject in empty]
-                _create_empty_graphs(store, empty, metadata)
-                quads = [q for q in quads if not (q.graph_name == _MATCHES and q.subject in empty)]
-            store.extend(quads)
-        self.kb.touch(default_graph=False)
+            with self.kb.writing(default_graph=False) as store:
+                if empty:
+                    metadata = [q for q in quads if q.graph_name == _MATCHES and q.subject in empty]
+                    _create_empty_graphs(store, empty, metadata)
+                    quads = [q for q in quads if not (q.graph_name == _MATCHES and q.subject in empty)]
+                store.extend(quads)
         return list(fresh.values())
 
     def exists(self, iri: str) -> bool:
@@ -74,22 +73,21 @@ class OxigraphMatchSink:
         return sum(1 for _ in pattern)
 
     def flush(self) -> None:
-        self.kb.store.flush()
+        self.kb.flush()
 
     def purge(self, query_iri: str) -> int:
         """Remove a query's match graphs and their metadata (graph by graph:
         an interrupted purge can be run again)."""
-        store = self.kb.store
         with self._lock:
-            pattern = store.quads_for_pattern(None, _GENERATED_BY, ox.NamedNode(query_iri), _MATCHES)
+            pattern = self.kb.store.quads_for_pattern(None, _GENERATED_BY, ox.NamedNode(query_iri), _MATCHES)
             names = [quad.subject for quad in pattern]
-            for name in names:
-                assert isinstance(name, ox.NamedNode)
-                store.remove_graph(name)
-                for quad in list(store.quads_for_pattern(name, None, None, _MATCHES)):
-                    store.remove(quad)
-        if names:
-            self.kb.touch(default_graph=False)
+            if names:
+                with self.kb.writing(default_graph=False) as store:
+                    for name in names:
+                        assert isinstance(name, ox.NamedNode)
+                        store.remove_graph(name)
+                        for quad in list(store.quads_for_pattern(name, None, None, _MATCHES)):
+                            store.remove(quad)
         return len(names)
 
 

@@ -17,7 +17,7 @@ import pyoxigraph as ox
 from rsep.plugin.compile.gpm_plan import GpmPlan
 from rsep.plugin.compile.nfa_compiler import CompileError
 from rsep.plugin.compile.query_plan import QueryPlan
-from rsep.plugin.store.gpm_stage import KnowledgeBase
+from rsep.plugin.store.kb import KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows, Results
 from rsep.plugin.windows.cep import Solution
 from rsep.plugin.windows.window_plan import WindowPlan

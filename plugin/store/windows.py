@@ -39,7 +39,8 @@ from rsep.plugin.errors import InvalidInput
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.service.match_graphs import MATCH_IRI_PREFIX, MATCHES_GRAPH
 from rsep.plugin.store.entailed import EntailedGraph, SchemaClosure, static_entailed
-from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase, solutions
+from rsep.plugin.store.gpm_stage import GpmEvaluator
+from rsep.plugin.store.kb import KnowledgeBase, solutions
 from rsep.plugin.store.path_tests import ScratchGraphs
 from rsep.plugin.store.rdfio import read_event_file
 from rsep.plugin.windows.cep import ClauseRunner, Solution, clause_answer, read_row, window_events

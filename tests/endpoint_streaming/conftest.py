@@ -15,7 +15,7 @@ from flask import Flask
 from rsep.endpoint.app import create_app
 from rsep.endpoint.engines import Streaming
 from rsep.plugin.graph_events import GraphEvent
-from rsep.plugin.store.rdfio import load_into, read_event_file
+from rsep.plugin.store.rdfio import read_event_file
 from tests.paths import REPO
 
 SMART_GRID = REPO / "examples" / "smart-grid"
@@ -98,8 +98,7 @@ def caught_up(app: Flask) -> Callable[[], bool]:
 def load_kb(app: Flask) -> None:
     """The smart-grid example's background knowledge, straight into the store."""
     kb = app.extensions["rsep"].kb
-    load_into(kb.store, SMART_GRID / "kb.trig")
-    kb.touch()
+    kb.load(SMART_GRID / "kb.trig")
 
 
 def nquads_of(event: GraphEvent) -> str:

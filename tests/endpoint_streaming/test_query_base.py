@@ -12,7 +12,7 @@ from bench.citybench import Repository, convert, stream_iri
 from rsep.endpoint.engines import compile_registered, is_window_registration
 from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile
 from rsep.plugin.graph_events import GraphEvent, Timestamp
-from rsep.plugin.store.rdfio import load_into, read_event_file
+from rsep.plugin.store.rdfio import read_event_file
 from rsep.plugin.windows.window_plan import WindowPlan
 from tests.cqels.test_citybench import CULTURAL_EVENTS, KB, TRAFFIC, q5_row
 from tests.csparql.citybench import END, START, citybench
@@ -57,9 +57,8 @@ def test_a_base_that_is_not_an_absolute_iri_is_a_400_naming_it(app, base):
 def test_q5_with_a_base_answers_what_rsep_run_base_prints(app, tmp_path):
     graph = BASE + "culturalevents"
     kb = app.extensions["rsep"].kb
-    load_into(kb.store, KB)
-    load_into(kb.store, CULTURAL_EVENTS, graph=graph)
-    kb.touch()
+    kb.load(KB)
+    kb.load(CULTURAL_EVENTS, graph=graph)
     client = app.test_client()
     response = register(client, Q5.read_text(), base=BASE)
     assert response.status_code == 201, response.get_data(as_text=True)

@@ -12,7 +12,7 @@ import pytest
 
 from rsep.endpoint.app import create_app
 from rsep.plugin.graph_events import GraphEvent, Timestamp
-from rsep.plugin.store.rdfio import load_into, read_event_file
+from rsep.plugin.store.rdfio import read_event_file
 from tests.csparql.support import Case, load_cases, output
 from tests.endpoint_streaming.conftest import caught_up, config, nquads_of, shut_down, wait_for
 from tests.paths import REPO
@@ -37,8 +37,7 @@ def register(client, text: str, **args: str):
 def load_case_kb(app, case: Case) -> None:
     kb = app.extensions["rsep"].kb
     for graph, file in case.kb.items():
-        load_into(kb.store, case.folder / file, graph=graph or None)
-    kb.touch()
+        kb.load(case.folder / file, graph=graph or None)
 
 
 def case_events(case: Case) -> list[GraphEvent]:

@@ -13,8 +13,9 @@ import pytest
 from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, run
 from rsep.grammar import parse_event_query
 from rsep.plugin.compile.query_plan import compile_query
-from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
-from rsep.plugin.store.rdfio import load_into, read_event_file
+from rsep.plugin.store.gpm_stage import GpmEvaluator
+from rsep.plugin.store.kb import KnowledgeBase
+from rsep.plugin.store.rdfio import read_event_file
 
 EX = "http://ex.org/#"
 STREAM = "http://ex.org/s"
@@ -56,8 +57,7 @@ def window_count(files, schema: str, entailment: str | None) -> str:
 def gpm_rows(files, schema: str, entailment: str | None) -> list[dict[str, str]]:
     kb_file, events = files(schema)
     kb = KnowledgeBase()
-    load_into(kb.store, kb_file)
-    kb.touch()
+    kb.load(kb_file)
     plan = compile_query(replace(parse_event_query(GPM), entailment=entailment))
     (event,) = read_event_file(events, STREAM, scope="s")
     return [mapping for _, mapping in GpmEvaluator(plan.gpms, kb).evaluate([(0, event)]).get(0, [])]

@@ -24,7 +24,8 @@ from rsep.plugin.compile.query_plan import QueryPlan, compile_query
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.numbering import number_events
 from rsep.plugin.replay import Replay
-from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator
+from rsep.plugin.store.kb import KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows
 from rsep.plugin.windows import plan_windows
 from rsep.plugin.windows.window_replay import StreamItem
@@ -146,9 +147,8 @@ def ntriples(triples: Iterable[tuple[str, str, str]]) -> str:
 
 def engine(body: str, mechanism: Mechanism, events: list[set[tuple[str, str, str]]], schema) -> set:
     kb = KnowledgeBase()
-    kb.store.load(ntriples(schema).encode(), ox.RdfFormat.N_TRIPLES)
-    kb.store.load(f"<{E}C4> {SUBCLASS} <{E}C0> <urn:oracle:elsewhere> .\n".encode(), ox.RdfFormat.N_QUADS)
-    kb.touch()
+    kb.load_data(ntriples(schema), ox.RdfFormat.N_TRIPLES)
+    kb.load_data(f"<{E}C4> {SUBCLASS} <{E}C0> <urn:oracle:elsewhere> .\n", ox.RdfFormat.N_QUADS)
     graphs = [
         GraphEvent(STREAM, f"<urn:oracle:e{i}>", Timestamp(float(i), str(i), True), ntriples(triples))
         for i, triples in enumerate(events)
@@ -214,9 +214,8 @@ def window_evaluator(dialect: str, body: str, static: set, schema: set, form: st
     """A window query's evaluator over a knowledge base with the schema in its default graph and
     `static` in the graph C-SPARQL's FROM names."""
     kb = KnowledgeBase()
-    kb.store.load(ntriples(schema).encode(), ox.RdfFormat.N_TRIPLES)
-    kb.store.load(ntriples(static).encode(), ox.RdfFormat.N_TRIPLES, to_graph=ox.NamedNode(STATIC))
-    kb.touch()
+    kb.load_data(ntriples(schema), ox.RdfFormat.N_TRIPLES)
+    kb.load_data(ntriples(static), ox.RdfFormat.N_TRIPLES, graph=STATIC)
     query = parse_event_query(WINDOW_QUERIES[dialect].replace("{body}", body).replace("{form}", form))
     return OxigraphWindows(plan_windows(replace(query, entailment="rdfs")), kb)
 
@@ -299,9 +298,9 @@ def test_successive_evaluations_equal_plain_solutions_over_each_materialised_win
             for index, window in enumerate(windows):
                 if index == change:
                     assert later_schema is not None
-                    evaluator.kb.store.clear_graph(ox.DefaultGraph())
-                    evaluator.kb.store.load(ntriples(later_schema).encode(), ox.RdfFormat.N_TRIPLES)
-                    evaluator.kb.touch()
+                    with evaluator.kb.writing() as store:
+                        store.clear_graph(ox.DefaultGraph())
+                        store.load(ntriples(later_schema).encode(), ox.RdfFormat.N_TRIPLES)
                     current = later_schema
                 expected = oracle_bag(body, window | static, current, form)
                 assert evaluation(evaluator, [window]) == expected, (body, form, index)

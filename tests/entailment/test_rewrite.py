@@ -15,7 +15,7 @@ from rsep.plugin.compile.entailment import SCHEMA_GRAPH, is_hidden
 from rsep.plugin.compile.gpm_plan import GpmPlan
 from rsep.plugin.compile.nfa_compiler import CompileError
 from rsep.plugin.compile.query_plan import compile_query
-from rsep.plugin.store.gpm_stage import KnowledgeBase
+from rsep.plugin.store.kb import KnowledgeBase
 from rsep.plugin.windows import plan_windows
 from rsep.plugin.windows.window_plan import MERGED_GRAPH
 
@@ -113,13 +113,11 @@ def test_window_blocks_read_the_window_and_its_graph_of_entailed_triples_without
 
 def test_the_schema_is_the_default_graph_s_rdfs_triples():
     kb = KnowledgeBase()
-    kb.store.load(
-        (
-            f"<{ORG}A> <{RDFS}subClassOf> <{ORG}B> .\n"
-            f"<{ORG}p> <{RDFS}domain> <{ORG}A> .\n"
-            f'<{ORG}p> <{RDFS}label> "p" .\n'
-            f"<{ORG}C> <{RDFS}subClassOf> <{ORG}B> <urn:elsewhere> .\n"
-        ).encode(),
+    kb.load_data(
+        f"<{ORG}A> <{RDFS}subClassOf> <{ORG}B> .\n"
+        f"<{ORG}p> <{RDFS}domain> <{ORG}A> .\n"
+        f'<{ORG}p> <{RDFS}label> "p" .\n'
+        f"<{ORG}C> <{RDFS}subClassOf> <{ORG}B> <urn:elsewhere> .\n",
         ox.RdfFormat.N_QUADS,
     )
     schema = {
@@ -136,14 +134,14 @@ def test_lookups_are_evaluated_again_only_when_the_default_graph_may_have_change
     kb = KnowledgeBase()
     query = f"SELECT ?c WHERE {{ ?c <{RDFS}subClassOf>+ <{ORG}Person> }}"
     first = kb.lookup(query)
-    kb.touch(default_graph=False)  # e.g. match graphs written
-    assert kb.lookup(query) is first
-    kb.store.add(
-        ox.Quad(
-            ox.NamedNode(ORG + "Employee"), ox.NamedNode(RDFS + "subClassOf"), ox.NamedNode(ORG + "Person")
+    with kb.writing(default_graph=False) as store:  # e.g. match graphs written
+        store.add(
+            ox.Quad(
+                ox.NamedNode("urn:a"), ox.NamedNode("urn:b"), ox.NamedNode("urn:c"), ox.NamedNode("urn:g")
+            )
         )
-    )
-    kb.touch()
+    assert kb.lookup(query) is first
+    kb.update(f"INSERT DATA {{ <{ORG}Employee> <{RDFS}subClassOf> <{ORG}Person> }}")
     assert kb.lookup(query) == [{"c": f"<{ORG}Employee>"}]
 
 

@@ -19,8 +19,9 @@ from rsep.plugin.compile.query_plan import QueryPlan, compile_query
 from rsep.plugin.numbering import number_events
 from rsep.plugin.replay import Replay
 from rsep.plugin.results import Projector, jsonl_line
-from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
-from rsep.plugin.store.rdfio import load_into, read_event_file
+from rsep.plugin.store.gpm_stage import GpmEvaluator
+from rsep.plugin.store.kb import KnowledgeBase
+from rsep.plugin.store.rdfio import read_event_file
 from tests.endpoint_streaming.conftest import caught_up, nquads_of, wait_for
 from tests.entailment.support import case_query, compiled, expected, folder, manifest, request
 
@@ -58,8 +59,7 @@ def replay_one_by_one(kb: KnowledgeBase, plan: QueryPlan, before: dict[str, str]
     for numbered in events:
         update = before.get(numbered.event.name[len(M) + 1 : -1])
         if update is not None:
-            kb.store.update(update)
-            kb.touch()
+            kb.update(update)
         matches.extend(replay.process_batch([numbered]))
     solutions = Projector.for_plan(plan).solutions(matches, [n.event for n in events])
     return [json.loads(jsonl_line(s)) for s in solutions]
@@ -110,8 +110,7 @@ def test_the_closure_over_the_road_graph_is_evaluated_once_per_knowledge_base_ve
 def test_the_endpoint_reroutes_over_the_road_graph_its_sparql_updates_keep(app):
     client = app.test_client()
     kb = app.extensions["rsep"].kb
-    load_into(kb.store, folder(CASE) / "roads.trig")
-    kb.touch()
+    kb.load(folder(CASE) / "roads.trig")
     text = (folder(CASE) / "query.rq").read_text(encoding="utf-8")
     response = client.post("/queries?entailment=rdfs", data=text, content_type="application/sparql-query")
     assert response.status_code == 201, response.get_data(as_text=True)

@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from rsep.grammar import parse_event_query
-from rsep.plugin.store.gpm_stage import KnowledgeBase
+from rsep.plugin.store.kb import KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows
 from rsep.plugin.windows import plan_windows
 from tests.csparql.support import run_inline
@@ -93,7 +93,7 @@ def test_graph_variable_ranges_over_the_knowledge_base_s_named_graphs_only(tmp_p
 @pytest.mark.parametrize("dialect", list(GRAPH_VARIABLE))
 def test_every_graph_the_window_store_adds_is_one_graph_variables_skip(dialect, entailment):
     kb = KnowledgeBase()
-    kb.store.update(f"INSERT DATA {{ GRAPH <{KB_GRAPH}> {{ <urn:bob> a <urn:Manager> }} }}")
+    kb.update(f"INSERT DATA {{ GRAPH <{KB_GRAPH}> {{ <urn:bob> a <urn:Manager> }} }}")
     plan = plan_windows(replace(parse_event_query(GRAPH_VARIABLE[dialect]), entailment=entailment))
     evaluator = OxigraphWindows(plan, kb)
     added = {g.value for g in evaluator.named_graphs} - {KB_GRAPH}

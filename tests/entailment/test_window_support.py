@@ -13,7 +13,7 @@ import pytest
 
 from rsep.grammar import parse_event_query
 from rsep.plugin.graph_events import Timestamp
-from rsep.plugin.store.gpm_stage import KnowledgeBase
+from rsep.plugin.store.kb import KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows
 from rsep.plugin.windows import plan_windows
 from rsep.plugin.windows.window_replay import StreamItem
@@ -41,12 +41,9 @@ ANN = f"<{E}ann>"
 
 def evaluator(dialect: str, static: str = "") -> OxigraphWindows:
     kb = KnowledgeBase()
-    kb.store.load(SCHEMA.encode(), ox.RdfFormat.N_TRIPLES)
-    static_graph = ox.NamedNode(STATIC)  # C-SPARQL's FROM graph must exist to be read
-    kb.store.load(
-        f"<urn:m> <urn:m> <urn:m> .\n{static}".encode(), ox.RdfFormat.N_TRIPLES, to_graph=static_graph
-    )
-    kb.touch()
+    kb.load_data(SCHEMA, ox.RdfFormat.N_TRIPLES)
+    # C-SPARQL's FROM graph must exist to be read
+    kb.load_data(f"<urn:m> <urn:m> <urn:m> .\n{static}", ox.RdfFormat.N_TRIPLES, graph=STATIC)
     query = parse_event_query(EMPLOYEES[dialect])
     return OxigraphWindows(plan_windows(replace(query, entailment="rdfs")), kb)
 

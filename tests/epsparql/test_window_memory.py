@@ -17,7 +17,8 @@ from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.numbering import number_events
 from rsep.plugin.replay import Replay
-from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator
+from rsep.plugin.store.kb import KnowledgeBase
 from tests.epsparql.harness import run_rsep
 from tests.epsparql.reference import BGP, TP, Bin, evaluate, iri, results, rsep_rows, select_query
 

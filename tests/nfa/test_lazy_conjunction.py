@@ -15,7 +15,8 @@ from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa.automaton import DisjunctionAtom, GpmAtom
 from rsep.plugin.numbering import NumberedEvent, number_events
 from rsep.plugin.replay import Replay
-from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator
+from rsep.plugin.store.kb import KnowledgeBase
 
 EX = "http://example.org/"
 HEAD = f"PREFIX : <{EX}>\nSELECT *\nFROM STREAM S1 <{EX}s1>\nFROM STREAM S2 <{EX}s2>\nWHERE {{\n"

@@ -20,7 +20,8 @@ from rsep.plugin.nfa import snapshot
 from rsep.plugin.nfa.runtime import Match, NfaState, Run
 from rsep.plugin.numbering import number_events
 from rsep.plugin.replay import Replay
-from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator
+from rsep.plugin.store.kb import KnowledgeBase
 
 EX = "http://example.org/"
 

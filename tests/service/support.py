@@ -14,7 +14,8 @@ from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.numbering import NumberedEvent, number_events
 from rsep.plugin.replay import Replay
 from rsep.plugin.service.registry import RegisteredQuery
-from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator
+from rsep.plugin.store.kb import KnowledgeBase
 
 S1 = "urn:t:s1"
 S2 = "urn:t:s2"

@@ -21,7 +21,7 @@ from rsep.plugin.service.match_graphs import (
     match_iri,
     timestamp_nt,
 )
-from rsep.plugin.store.gpm_stage import KnowledgeBase, solutions
+from rsep.plugin.store.kb import KnowledgeBase, solutions
 from rsep.plugin.store.match_sink import OxigraphMatchSink
 from rsep.plugin.store.persistent import open_store
 
@@ -153,7 +153,7 @@ class _CountingStore:
 
 def test_a_batch_of_graphs_is_one_store_transaction_and_moves_the_kb_version(kb):
     counting = _CountingStore(kb.store)
-    kb.store = counting
+    kb = KnowledgeBase(counting)
     sink = OxigraphMatchSink(kb)
     version = kb.version
     graphs = [graph_of(a_match(events=(i, i + 1))) for i in range(5)]
@@ -251,13 +251,11 @@ def test_an_empty_match_graph_appears_with_its_metadata_and_a_crash_leaves_the_r
     )
     real = kb.store
     crashing = _CrashingStore(real)
-    kb.store = crashing
     with pytest.raises(OSError, match="crash"):
-        OxigraphMatchSink(kb).write([empty, full])
+        OxigraphMatchSink(KnowledgeBase(crashing)).write([empty, full])
     expected_metadata = sorted(str(q) for q in ox.parse(empty.nquads(), ox.RdfFormat.N_QUADS))
     assert crashing.after_update == [expected_metadata]  # the graph's metadata, nothing of `full`
     assert sorted(str(g) for g in real.named_graphs()) == sorted([f"<{empty.iri}>", f"<{MATCHES_GRAPH}>"])
-    kb.store = real
     sink = OxigraphMatchSink(kb)
     assert sink.write([empty, full]) == [full]  # the replay writes what the crash lost, once
     assert sink.count(QIRI) == 2 and len(real) == len(expected_metadata) + len(

@@ -15,7 +15,8 @@ from rsep.plugin.compile.query_plan import compile_query
 from rsep.plugin.numbering import number_events, number_records
 from rsep.plugin.service.match_graphs import MatchGraph, match_iri
 from rsep.plugin.service.runner import QueryRunner, load_state
-from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator
+from rsep.plugin.store.kb import KnowledgeBase
 from tests.service.support import (
     OTHER,
     QUERIES,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 from rsep.plugin.graph_events import GraphEvent
-from rsep.plugin.store.gpm_stage import KnowledgeBase
+from rsep.plugin.store.kb import KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows
 from rsep.plugin.windows.window_replay import WindowReplay
 from tests.service.test_window_runner import (

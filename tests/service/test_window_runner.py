@@ -15,7 +15,7 @@ from rsep.plugin.log import LogRecord
 from rsep.plugin.service.registry import RegisteredQuery
 from rsep.plugin.service.window_graphs import EvaluationGraph, evaluation_graph
 from rsep.plugin.service.window_runner import WindowRunner
-from rsep.plugin.store.gpm_stage import KnowledgeBase
+from rsep.plugin.store.kb import KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows
 from rsep.plugin.windows import plan_windows
 from rsep.plugin.windows.window_functions import to_ticks

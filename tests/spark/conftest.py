@@ -39,7 +39,8 @@ from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.numbering import NumberedEvent, number_events
 from rsep.plugin.replay import Replay
-from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase
+from rsep.plugin.store.gpm_stage import GpmEvaluator
+from rsep.plugin.store.kb import KnowledgeBase
 
 S1 = "urn:stream:1"
 S2 = "urn:stream:2"

@@ -26,7 +26,7 @@ from rsep.plugin.spark.adapter import GPM_COLUMNS, BatchKeyStep, match_frame, ma
 from rsep.plugin.spark.cds import ClassCache
 from rsep.plugin.spark.session import default_conf, local_cores
 from rsep.plugin.spark.stage import SparkReplay
-from rsep.plugin.store.gpm_stage import KnowledgeBase
+from rsep.plugin.store.kb import KnowledgeBase
 from tests.spark.conftest import (
     KB,
     S1,

@@ -19,7 +19,8 @@ from rsep.plugin.service.checkpoints import CheckpointStore
 from rsep.plugin.service.match_graphs import MATCHES_GRAPH
 from rsep.plugin.service.registry import RegisteredQuery, Registry
 from rsep.plugin.service.runner import QueryRunner
-from rsep.plugin.store.gpm_stage import GpmEvaluator, KnowledgeBase, solutions
+from rsep.plugin.store.gpm_stage import GpmEvaluator
+from rsep.plugin.store.kb import KnowledgeBase, solutions
 from rsep.plugin.store.match_sink import OxigraphMatchSink
 from rsep.plugin.store.persistent import open_store
 from tests.service.support import clock

@@ -31,7 +31,7 @@ from rsep.plugin.spark.stream_stages import (
     StreamKeyStep,
 )
 from rsep.plugin.spark.streaming_engine import _outputs
-from rsep.plugin.store.gpm_stage import BackgroundSnapshot
+from rsep.plugin.store.kb import BackgroundSnapshot
 
 NO_TIMESTAMP = -1
 

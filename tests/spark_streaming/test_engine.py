@@ -20,7 +20,6 @@ from rsep.plugin.service import checkpoints as checkpoint_format
 from rsep.plugin.service.match_graphs import match_iri
 from rsep.plugin.spark.log_source import SnapshotFiles
 from rsep.plugin.store.gpm_stage import GpmEvaluator
-from rsep.plugin.store.rdfio import load_into
 from tests.endpoint_streaming.conftest import SMART_GRID, smart_grid_events
 from tests.endpoint_streaming.test_results_and_push import synthetic_events
 from tests.service.support import OTHER, QUERIES, S1, S2, event, plan_of, reference
@@ -53,8 +52,7 @@ def random_events(count: int, seed: int) -> list[GraphEvent]:
 
 
 def test_the_smart_grid_example_gives_the_graphs_of_rsep_run(make_node, kb):
-    load_into(kb.store, SMART_GRID / "kb.trig")
-    kb.touch()
+    kb.load(SMART_GRID / "kb.trig")
     node = make_node()
     node.engine.start()
     query = node.register((SMART_GRID / "query.rq").read_text())
@@ -185,8 +183,7 @@ def test_a_driver_checkpoint_of_another_automaton_replays_the_query_from_its_reg
 
 
 def test_a_knowledge_base_update_reaches_the_batches_planned_after_it(make_node, kb):
-    kb.store.update("INSERT DATA { GRAPH <urn:kb> { <urn:low> <urn:holds> 1 } }")
-    kb.touch()
+    kb.update("INSERT DATA { GRAPH <urn:kb> { <urn:low> <urn:holds> 1 } }")
     node = make_node()
     node.engine.start()
     query = node.register(KB_QUERY)
@@ -194,9 +191,8 @@ def test_a_knowledge_base_update_reaches_the_batches_planned_after_it(make_node,
     node.wait(query)
     snapshots = SnapshotFiles(node.checkpoints.root / query.id / "kb")
     before = snapshots.current()
-    kb.store.update("DELETE DATA { GRAPH <urn:kb> { <urn:low> <urn:holds> 1 } } ;"
-                    "INSERT DATA { GRAPH <urn:kb> { <urn:high> <urn:holds> 1 } }")  # fmt: skip
-    kb.touch()
+    kb.update("DELETE DATA { GRAPH <urn:kb> { <urn:low> <urn:holds> 1 } } ;"
+              "INSERT DATA { GRAPH <urn:kb> { <urn:high> <urn:holds> 1 } }")  # fmt: skip
     wait_for(lambda: snapshots.current() != before, 10)
     node.ingest([event(3, "a2", val=1), event(4, "c2", kind="c")])
     node.wait(query)
