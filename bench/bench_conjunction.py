@@ -18,8 +18,8 @@ import argparse
 import time
 from dataclasses import replace
 
-from rsep.grammar import parse_event_query
-from rsep.plugin.compile.query_plan import QueryPlan, compile_query
+from bench.common import compile_text
+from rsep.plugin.compile.query_plan import QueryPlan
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.numbering import NumberedEvent, number_events
@@ -95,7 +95,7 @@ def main() -> None:
     parser.add_argument("--ticks", type=int, default=20000)
     parser.add_argument("--every", type=int, default=100, help="A matches one tick in EVERY")
     args = parser.parse_args()
-    lazy = compile_query(parse_event_query(QUERY, source="<bench>"))
+    lazy = compile_text(QUERY)
     eager = replace(lazy, gpms=tuple(replace(g, needs=None) for g in lazy.gpms))
     numbered = events(args.ticks, args.every)
     print(f"{len(numbered)} events, {args.ticks} ticks, A matches 1 tick in {args.every}")

@@ -53,7 +53,7 @@ from dataclasses import dataclass, replace
 
 import pyoxigraph as ox
 
-from rsep.grammar import parse_event_query
+from rsep import compiler
 from rsep.plugin.algebra.events import EventQuery, MatchElement
 from rsep.plugin.algebra.sparql import GroupPattern
 from rsep.plugin.compile.entailment import Mechanism, entail_pattern
@@ -167,12 +167,12 @@ def workload(subclasses: int, others: int, events: int, seed: int = 2011) -> Wor
 
 
 def plans() -> dict[str, QueryPlan]:
-    query = parse_event_query(QUERY, source="<bench>")
+    query = compiler.parse(QUERY, source="<bench>")
     return {
         "materialised": compile_query(query),
         "lookup": compile_query(replace(query, entailment="rdfs")),
         "paths": compile_query(_with_mechanism(query, Mechanism.PATHS)),
-        "hand": compile_query(parse_event_query(HAND, source="<bench>")),
+        "hand": compile_query(compiler.parse(HAND, source="<bench>")),
     }
 
 
@@ -251,12 +251,12 @@ class WindowTiming:
 
 
 def window_plans() -> dict[str, WindowPlan]:
-    query = parse_event_query(WINDOW, source="<bench>")
+    query = compiler.parse(WINDOW, source="<bench>")
     return {
         "materialised": plan_windows(query),
         "plain": plan_windows(query),
         "entailed": plan_windows(replace(query, entailment="rdfs")),
-        "hand": plan_windows(parse_event_query(WINDOW_HAND, source="<bench>")),
+        "hand": plan_windows(compiler.parse(WINDOW_HAND, source="<bench>")),
     }
 
 

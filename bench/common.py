@@ -39,9 +39,9 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from rsep.grammar import parse_event_query
+from rsep import compiler
 from rsep.plugin.compile.gpm_plan import EVENT_GRAPH_PREFIX
-from rsep.plugin.compile.query_plan import QueryPlan, compile_query
+from rsep.plugin.compile.query_plan import QueryPlan
 from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.store.rdfio import batch_nquads
 
@@ -192,7 +192,9 @@ def stock(companies: int = 20, ticks: int = 2500, seed: int = 4, tick_seconds: f
 
 
 def compile_text(text: str, keyed: bool = True) -> QueryPlan:
-    plan = compile_query(parse_event_query(text, source="<bench>"))
+    """The query's plan (`rsep.compiler`), without its partition key when not `keyed`."""
+    plan = compiler.compile_text(text, source="<bench>")
+    assert isinstance(plan, QueryPlan)
     return plan if keyed else replace(plan, key=())
 
 

@@ -28,10 +28,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from rsep.endpoint import settings
 from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, render, run
-from rsep.plugin.algebra.events import ConsumptionPolicy
-from rsep.plugin.compile.entailment import REGIMES
-from rsep.plugin.errors import InvalidInput, RsepError
-from rsep.plugin.store.sparql_service import is_absolute_iri
+from rsep.plugin import REGIMES, ConsumptionPolicy, InvalidInput, RsepError, is_absolute_iri
 
 if TYPE_CHECKING:
     from flask import Flask

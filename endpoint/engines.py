@@ -24,30 +24,32 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from flask import Flask, current_app
 
+from rsep.compiler import Plan, compile_text, parse
 from rsep.endpoint.resources import Resources
-from rsep.grammar import parse_event_query
-from rsep.plugin.algebra.events import ConsumptionPolicy
-from rsep.plugin.compile.nfa_compiler import CompileError
-from rsep.plugin.compile.query_plan import QueryPlan, compile_query
-from rsep.plugin.errors import InvalidInput
-from rsep.plugin.log import EventLog
-from rsep.plugin.service.checkpoints import CheckpointStore
-from rsep.plugin.service.engine import StreamingEngine
-from rsep.plugin.service.inprocess import InProcessEngine
-from rsep.plugin.service.listeners import MatchListeners
-from rsep.plugin.service.producers import Producers
-from rsep.plugin.service.registry import RegisteredQuery, Registry
-from rsep.plugin.service.split import SplitEngine
-from rsep.plugin.store.gpm_stage import GpmEvaluator
-from rsep.plugin.store.match_sink import OxigraphMatchSink
-from rsep.plugin.store.prepare import check_plan, check_window_plan
-from rsep.plugin.store.windows import OxigraphWindows
-from rsep.plugin.windows.window_plan import WindowPlan, is_window_query, plan_windows
+from rsep.plugin import (
+    CheckpointStore,
+    CompileError,
+    EventLog,
+    GpmEvaluator,
+    InProcessEngine,
+    InvalidInput,
+    MatchListeners,
+    OxigraphMatchSink,
+    OxigraphWindows,
+    Producers,
+    QueryPlan,
+    RegisteredQuery,
+    Registry,
+    SplitEngine,
+    StreamingEngine,
+    WindowPlan,
+    is_window_query,
+)
 
 EXTENSION = "rsep.streaming"
 SHUTDOWN = "rsep.shutdown"
@@ -103,8 +105,7 @@ def _spark(parts: EngineParts) -> StreamingEngine:
     queries run in-process instead, with a warning: `spark` is the default
     engine and the results are the same. Any other problem is an error."""
     try:
-        from rsep.plugin.spark.session import java_problem
-        from rsep.plugin.spark.streaming_engine import SparkStreamingEngine
+        from rsep.plugin import SparkStreamingEngine, java_problem
     except ModuleNotFoundError as error:
         if (error.name or "").split(".")[0] not in ("pyspark", "py4j"):
             raise
@@ -168,35 +169,7 @@ def streaming() -> Streaming:
     return found
 
 
-def compile_text(
-    text: str,
-    *,
-    dialect: str | None = None,
-    policy: str | None = None,
-    entailment: str | None = None,
-    base: str | None = None,
-) -> QueryPlan | WindowPlan:
-    """Parse and compile a continuous query: an event pattern to its NFA plan, a window query
-    (C-SPARQL, CQELS) to its window plan; `base` resolves relative IRIs where the text has no
-    BASE. Raises `SparqlSyntaxError` (with the position, source `query`), `CompileError` or
-    `ValueError`."""
-    query = parse_event_query(text, source="query", dialect=dialect, base_iri=base)
-    if entailment is not None:
-        query = replace(query, entailment=entailment)
-    if is_window_query(query):
-        if policy not in (None, ConsumptionPolicy.UNRESTRICTED.value):
-            raise CompileError("policy applies to event patterns, not to window queries (C-SPARQL, CQELS)")
-        window_plan = plan_windows(query)
-        check_window_plan(window_plan)
-        return window_plan
-    if policy is not None:
-        query = replace(query, consumption=ConsumptionPolicy(policy))
-    plan = compile_query(query)
-    check_plan(plan)
-    return plan
-
-
-def compile_registered(query: RegisteredQuery) -> QueryPlan | WindowPlan:
+def compile_registered(query: RegisteredQuery) -> Plan:
     """The in-process engine's `PlanCompiler`: a registration compiled as it was registered."""
     options = query.options
     return compile_text(
@@ -212,8 +185,7 @@ def is_window_registration(query: RegisteredQuery) -> bool:
     """Is a registered query a window query (C-SPARQL, CQELS)? One that no longer parses is
     not: the engine it goes to reports the error."""
     try:
-        parsed = parse_event_query(query.text, dialect=query.dialect, base_iri=query.options.get("base"))
-        return is_window_query(parsed)
+        return is_window_query(parse(query.text, dialect=query.dialect, base=query.options.get("base")))
     except ValueError:
         return False
 

@@ -18,7 +18,7 @@ from flask import Flask, Response, current_app, request
 from werkzeug import exceptions as http
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from rsep.plugin.errors import RsepError
+from rsep.plugin import RsepError
 
 
 class ApiError(RsepError):

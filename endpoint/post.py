@@ -18,10 +18,7 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from rsep.endpoint.run_command import StreamFile
-from rsep.plugin.errors import InvalidInput
-from rsep.plugin.graph_events import GraphEvent
-from rsep.plugin.numbering import number_events
-from rsep.plugin.store.rdfio import read_event_file
+from rsep.plugin import GraphEvent, InvalidInput, number_events, read_event_file
 
 TIMEOUT_SECONDS = 60.0
 

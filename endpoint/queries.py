@@ -15,20 +15,25 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, jsonify, request, url_for
 
-from rsep.endpoint.engines import Streaming, compile_text, streaming
+from rsep.compiler import compile_text
+from rsep.endpoint.engines import Streaming, streaming
 from rsep.endpoint.http_errors import BadRequest, NotFound, UnsupportedMediaType
 from rsep.endpoint.parameters import FORM, parameters, single
 from rsep.grammar import DIALECTS
-from rsep.plugin.algebra.events import ConsumptionPolicy
-from rsep.plugin.compile.entailment import REGIMES
-from rsep.plugin.compile.nfa_compiler import CompileError
-from rsep.plugin.compile.query_plan import QueryPlan
-from rsep.plugin.service.engine import FAILED
-from rsep.plugin.service.listeners import Subscription
-from rsep.plugin.service.producers import ProducerError, produced_stream, registration_warnings
-from rsep.plugin.service.registry import RegisteredQuery
-from rsep.plugin.store.sparql_service import is_absolute_iri
-from rsep.plugin.windows.window_plan import WindowPlan
+from rsep.plugin import (
+    FAILED,
+    REGIMES,
+    CompileError,
+    ConsumptionPolicy,
+    ProducerError,
+    QueryPlan,
+    RegisteredQuery,
+    Subscription,
+    WindowPlan,
+    is_absolute_iri,
+    produced_stream,
+    registration_warnings,
+)
 
 bp = Blueprint("queries", __name__)
 

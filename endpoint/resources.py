@@ -9,8 +9,7 @@ from pathlib import Path
 
 from flask import Flask, current_app
 
-from rsep.plugin.store.kb import KnowledgeBase
-from rsep.plugin.store.persistent import open_store
+from rsep.plugin import KnowledgeBase, open_store
 
 
 @dataclass

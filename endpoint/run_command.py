@@ -9,32 +9,46 @@ before the query (or a later rule) reads them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from rsep.grammar import parse_event_query
-from rsep.plugin.algebra.events import ConstructForm, ConsumptionPolicy, EventQuery
-from rsep.plugin.closure import DERIVED_STREAM, Closure
-from rsep.plugin.compile.nfa_compiler import CompileError
-from rsep.plugin.compile.query_plan import QueryPlan, compile_query
-from rsep.plugin.errors import EngineFailure, InvalidInput
-from rsep.plugin.graph_events import GraphEvent
-from rsep.plugin.nfa.runtime import Match
-from rsep.plugin.numbering import NumberedEvent, number_events
-from rsep.plugin.replay import Replay
-from rsep.plugin.results import Projector, Solution, derived_event, jsonl_line, srj_document
-from rsep.plugin.store.gpm_stage import GpmEvaluator
-from rsep.plugin.store.kb import KnowledgeBase
-from rsep.plugin.store.prepare import check_plan, check_window_plan
-from rsep.plugin.store.rdfio import DataError, events_trig, read_event_file, timestamp_position
-from rsep.plugin.store.windows import replay_window_events
-from rsep.plugin.windows import is_window_query, plan_windows
-from rsep.plugin.windows.chain import CycleError, dependency_order
-from rsep.plugin.windows.output import WindowRun
-from rsep.plugin.windows.window_functions import to_ticks
-from rsep.plugin.windows.window_plan import Form, WindowPlan
+from rsep import compiler
+from rsep.plugin import (
+    DERIVED_STREAM,
+    Closure,
+    ConstructForm,
+    ConsumptionPolicy,
+    CycleError,
+    DataError,
+    EngineFailure,
+    EventQuery,
+    Form,
+    GpmEvaluator,
+    GraphEvent,
+    InvalidInput,
+    KnowledgeBase,
+    Match,
+    NumberedEvent,
+    Projector,
+    QueryPlan,
+    Replay,
+    Solution,
+    WindowPlan,
+    WindowRun,
+    dependency_order,
+    derived_event,
+    events_trig,
+    is_window_query,
+    jsonl_line,
+    number_events,
+    plan_windows,
+    read_event_file,
+    replay_window_events,
+    srj_document,
+    timestamp_position,
+    to_ticks,
+)
 
 Streams = dict[str, list[GraphEvent]]
 """Events per stream IRI, each list in time order."""
@@ -109,24 +123,17 @@ class RunResult:
         return srj_document(self.plan.output_vars, self.solutions) + "\n"
 
 
-def load_query(
-    path: Path,
-    policy: ConsumptionPolicy | None = None,
-    entailment: str | None = None,
-    base: str | None = None,
-) -> EventQuery:
-    """The query in `path`; its relative IRIs resolve against `base`, else the file's address."""
+def load_query(path: Path, request: RunRequest) -> EventQuery:
+    """The query in `path` with the request's options; its relative IRIs resolve against
+    `--base`, else the file's address. (A window query takes no --policy: `run_windows` says so.)"""
     try:
         data = path.read_bytes()
     except OSError as error:
         raise DataError(str(path), f"cannot read the query: {error.strerror}") from None
-    base_iri = base or path.resolve().as_uri()
-    query = parse_event_query(_utf8(data, path), source=str(path), base_iri=base_iri)
-    if policy is not None and policy is not query.consumption:
-        query = replace(query, consumption=policy)
-    if entailment is not None:
-        query = replace(query, entailment=entailment)
-    return query
+    base_iri = request.base or path.resolve().as_uri()
+    query = compiler.parse(_utf8(data, path), base=base_iri, source=str(path))
+    policy = None if is_window_query(query) else request.policy
+    return compiler.with_options(query, policy=policy, entailment=request.entailment)
 
 
 def _utf8(data: bytes, path: Path) -> str:
@@ -140,29 +147,18 @@ def _utf8(data: bytes, path: Path) -> str:
 
 
 def compile_file(query: EventQuery, path: Path) -> QueryPlan:
-    """`compile_query` and Oxigraph's check of the plan's SPARQL, their errors located in the
-    query file."""
-    with _located_in(path):
-        plan = compile_query(query)
-        check_plan(plan)
-    return plan
+    """The plan of an event pattern, checked by Oxigraph, its errors located in the query file."""
+    found = compiler.plan(query, source=str(path))
+    assert isinstance(found, QueryPlan)
+    return found
 
 
 def plan_window_file(query: EventQuery, path: Path) -> WindowPlan:
-    """`plan_windows` and Oxigraph's check of the plan's SPARQL (CQELS-CEP's event clauses, the
-    window query), before any file is read, their errors located in the query file."""
-    with _located_in(path):
-        plan = plan_windows(query)
-        check_window_plan(plan)
-    return plan
-
-
-@contextmanager
-def _located_in(path: Path) -> Iterator[None]:
-    try:
-        yield
-    except CompileError as error:
-        raise error.located(str(path)) from None
+    """The plan of a window query (CQELS-CEP's event clauses, the window query), checked by
+    Oxigraph before any file is read, its errors located in the query file."""
+    found = compiler.plan(query, source=str(path))
+    assert isinstance(found, WindowPlan)
+    return found
 
 
 def read_streams(plan: QueryPlan, streams: Sequence[StreamFile]) -> list[list[GraphEvent]]:
@@ -234,7 +230,7 @@ def load_rules(request: RunRequest) -> tuple[list[Rule], list[Rule]]:
     stream_rules: list[Rule] = []
     event_rules: list[Rule] = []
     for path in request.rules:
-        rule = Rule(path, load_query(path, request.policy, request.entailment, request.base))
+        rule = Rule(path, load_query(path, request))
         if not is_window_query(rule.query):
             event_rules.append(rule)
         elif rule.query.produced_stream is None:
@@ -285,7 +281,7 @@ def load_kb(files: Sequence[KbFile]) -> KnowledgeBase:
 
 
 def run(request: RunRequest) -> RunResult | WindowRun:
-    query = load_query(request.query_file, request.policy, request.entailment, request.base)
+    query = load_query(request.query_file, request)
     stream_rules, event_rules = load_rules(request)
     if stream_rules and request.engine != "inprocess":
         request.warnings.append("REGISTER STREAM rules (C-SPARQL) run in-process")
@@ -380,8 +376,7 @@ def replay(
 ) -> list[Match]:
     if engine == "inprocess":
         return Replay(plan, GpmEvaluator(plan.gpms, kb)).run(events)
-    from rsep.plugin.spark.session import SPARK_ERRORS, failure_message, get_session
-    from rsep.plugin.spark.stage import SparkReplay
+    from rsep.plugin import SPARK_ERRORS, SparkReplay, failure_message, get_session
 
     try:
         return SparkReplay(plan, kb, get_session(master)).run(events)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rsep.plugin.errors import InvalidInput
+from rsep.plugin import InvalidInput
 
 ENGINE_NAMES = ("spark", "inprocess")
 """The names of `rsep.endpoint.engines.ENGINES` (a test holds them equal)."""

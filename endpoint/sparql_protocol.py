@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from flask import Blueprint, Flask, Response, make_response, request
-from lark import Tree
 
 from rsep.endpoint.http_errors import BadRequest, UnsupportedMediaType, error_response
 from rsep.endpoint.negotiation import content_type, negotiate_request, parse_content_type
@@ -25,10 +24,8 @@ from rsep.endpoint.queries import register_text, request_options
 from rsep.endpoint.resources import resources
 from rsep.grammar import SparqlSyntaxError, parse_event_query, parse_query, parse_update
 from rsep.grammar.dialects import event_syntax
-from rsep.grammar.parser import SPARQL_GRAMMAR, get_parser
-from rsep.plugin.algebra.events import EventQuery
-from rsep.plugin.store import sparql_service
-from rsep.plugin.store.sparql_service import Dataset, QueryForm, QuerySyntaxError
+from rsep.grammar.updates import with_using_clauses as add_using_clauses
+from rsep.plugin import OFFERS, Dataset, EventQuery, QueryForm, QuerySyntaxError, is_absolute_iri
 
 bp = Blueprint("sparql", __name__)
 
@@ -125,7 +122,7 @@ def _dataset(params: Params, kind: Kind) -> Dataset | None:
     graphs = [params.getlist(name) for name in own]
     for name, iris in zip(own, graphs, strict=True):
         for iri in iris:
-            if not sparql_service.is_absolute_iri(iri):
+            if not is_absolute_iri(iri):
                 raise BadRequest(f"not an absolute IRI: {iri!r}", parameter=name)
     if not any(graphs):
         return None
@@ -150,7 +147,7 @@ def run_query(operation: Operation) -> Response:
     def choose(form: QueryForm) -> str:
         """The offer to serialise as; its Content-Type (the offer, or the alias the client
         named) is kept in `labels`."""
-        chosen = negotiate_request(sparql_service.OFFERS[form])
+        chosen = negotiate_request(OFFERS[form])
         labels[chosen.offer] = chosen.media_type
         return chosen.offer
 
@@ -265,32 +262,14 @@ def _refuse_event_query_as_update(text: str) -> None:
 
 
 def with_using_clauses(text: str, dataset: Dataset) -> str:
-    """The update with the protocol's using-graph-uri/using-named-graph-uri parameters added as
-    the USING clauses of every operation with a WHERE, which is what SPARQL 1.1 Protocol §2.2.3
-    says they mean (and 400 if the update already has USING or WITH).
-
-    pyoxigraph 0.5's Store.update takes no dataset, so the clauses go into the text at the
-    positions our parser reports; everything else is kept as sent. A DELETE WHERE cannot carry
-    USING, so it is spelled out in its long form `DELETE {P} USING ... WHERE {P}`."""
-    using = " ".join(
-        [f"USING <{iri}>" for iri in dataset.default_graphs]
-        + [f"USING NAMED <{iri}>" for iri in dataset.named_graphs]
-    )
-    edits: list[tuple[int, int, str]] = []
-    for node in get_parser(SPARQL_GRAMMAR, "update_unit").parse(text).iter_subtrees():
-        parts = [child for child in node.children if isinstance(child, Tree)]
-        if node.data == "modify":
-            if parts[0].data == "iri" or any(part.data == "using_clause" for part in parts):
-                parameter = UPDATE_DATASET[0] if dataset.default_graphs else UPDATE_DATASET[1]
-                raise BadRequest("cannot be used with an update that has USING or WITH", parameter=parameter)
-            clause_end = parts[-2].meta.end_pos  # the clause before WHERE
-            edits.append((clause_end, clause_end, f" {using}"))
-        elif node.data == "delete_where":
-            quads = text[parts[0].meta.start_pos : parts[0].meta.end_pos]
-            edits.append((node.meta.start_pos, node.meta.end_pos, f"DELETE {quads} {using} WHERE {quads}"))
-    for start, end, replacement in sorted(edits, reverse=True):
-        text = text[:start] + replacement + text[end:]
-    return text
+    """The update with the protocol's using-graph-uri/using-named-graph-uri parameters as the
+    USING clauses of every operation with a WHERE (SPARQL 1.1 Protocol §2.2.3,
+    `rsep.grammar.updates`); 400 if the update already has USING or WITH."""
+    found = add_using_clauses(text, dataset.default_graphs, dataset.named_graphs)
+    if found is None:
+        parameter = UPDATE_DATASET[0] if dataset.default_graphs else UPDATE_DATASET[1]
+        raise BadRequest("cannot be used with an update that has USING or WITH", parameter=parameter)
+    return found
 
 
 def init_app(app: Flask) -> None:

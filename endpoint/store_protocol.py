@@ -21,12 +21,12 @@ from flask import Blueprint, Flask, Response, request
 from rsep.endpoint.http_errors import BadRequest, NotFound, UnsupportedMediaType
 from rsep.endpoint.negotiation import canonical, content_type, negotiate_request, parse_content_type
 from rsep.endpoint.resources import resources
-from rsep.plugin.store import sparql_service
-from rsep.plugin.store.sparql_service import (
+from rsep.plugin import (
     DATASET_MEDIA_TYPES,
     GRAPH_MEDIA_TYPES,
     GRAPH_PAYLOAD_MEDIA_TYPES,
     Payload,
+    is_absolute_iri,
 )
 
 bp = Blueprint("store", __name__)
@@ -100,7 +100,7 @@ def _indirect_target() -> Target:
     if len(graphs) > 1:
         raise BadRequest(f"given {len(graphs)} times; one graph per request", parameter="graph")
     if graphs:
-        if not sparql_service.is_absolute_iri(graphs[0]):
+        if not is_absolute_iri(graphs[0]):
             raise BadRequest(f"not an absolute IRI: {graphs[0]!r}", parameter="graph")
         return Target(graph=graphs[0])
     return Target() if default else STORE
@@ -141,15 +141,15 @@ def _written(status: int, headers: dict[str, str] | None = None) -> Response:
 
 
 def _get(target: Target) -> Response:
-    store = resources().kb.store
+    kb = resources().kb
     if target.store:
         chosen = negotiate_request(DATASET_MEDIA_TYPES)
-        body = sparql_service.get_dataset(store, chosen.offer)
+        body = kb.get_dataset(chosen.offer)
     else:
         chosen = negotiate_request(GRAPH_MEDIA_TYPES)
-        if not sparql_service.graph_exists(store, target.graph):
+        if not kb.graph_exists(target.graph):
             raise NotFound(f"no graph <{target.graph}> in the store")
-        body = sparql_service.get_graph(store, target.graph, chosen.offer)
+        body = kb.get_graph(target.graph, chosen.offer)
     response = Response(body, content_type=content_type(chosen.media_type))
     response.vary.add("Accept")
     return response

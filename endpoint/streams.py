@@ -22,23 +22,23 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-import pyoxigraph as ox
 from flask import Blueprint, Flask, Response, jsonify, request
 
 from rsep.endpoint import engines as streaming_setup
 from rsep.endpoint.engines import Streaming, streaming
 from rsep.endpoint.http_errors import BadRequest, UnsupportedMediaType
-from rsep.plugin.graph_events import Timestamp
-from rsep.plugin.log import LateEventError, MixedTimeError
-from rsep.plugin.store.rdfio import MEDIA_TYPES, DataError, parse_events, payload_timestamp_position
+from rsep.plugin import (
+    MEDIA_TYPES,
+    DataError,
+    LateEventError,
+    MixedTimeError,
+    Timestamp,
+    parse_events,
+    payload_timestamp_position,
+)
 
 bp = Blueprint("streams", __name__)
 
-FORMATS: dict[str, ox.RdfFormat] = {
-    **MEDIA_TYPES,
-    "application/x-trig": MEDIA_TYPES["application/trig"],
-    "text/x-nquads": MEDIA_TYPES["application/n-quads"],
-}
 _ABSOLUTE_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s<>\"{}|\\^`]*$")
 
 
@@ -91,13 +91,12 @@ def _not_produced(service: Streaming, stream: str) -> None:
         )
 
 
-def _format() -> ox.RdfFormat:
+def _format() -> str:
     mimetype = request.mimetype
-    fmt = FORMATS.get(mimetype)
-    if fmt is None:
+    if mimetype not in MEDIA_TYPES:
         given = mimetype or "no content type"
         raise UnsupportedMediaType(f"events are application/trig or application/n-quads, not {given}")
-    return fmt
+    return mimetype
 
 
 def _stream() -> str:

@@ -17,11 +17,10 @@ from datetime import UTC, datetime
 from rsep.plugin.algebra.sparql import XSD
 from rsep.plugin.algebra.terms import literal_nt
 from rsep.plugin.errors import InvalidInput
+from rsep.plugin.vocabulary import PROV_GENERATED_AT, PROV_STARTED_AT
 
 XSD_DATETIME = XSD + "dateTime"
 XSD_DATETIMESTAMP = XSD + "dateTimeStamp"
-PROV_GENERATED_AT = "http://www.w3.org/ns/prov#generatedAtTime"
-PROV_STARTED_AT = "http://www.w3.org/ns/prov#startedAtTime"
 """An event's interval start, `<graph> prov:startedAtTime S` beside its generatedAtTime T: the
 event spans [S, T] (docs/semantics.md, "Interval-stamped events")."""
 _INTEGER_TYPES = frozenset(

@@ -35,9 +35,8 @@ from rsep.plugin.algebra.sparql import (
     Var,
 )
 from rsep.plugin.algebra.sparql import SourcePosition as SourcePosition  # SPARQL nodes carry it too
+from rsep.plugin.vocabulary import RSEP
 
-RSEP = "https://w3id.org/rsep#"
-"""rsep's vocabulary: extension functions, match metadata (docs/endpoint.md)."""
 DURATION_FUNCTION = RSEP + "duration"
 START_TIME_FUNCTION = RSEP + "startTime"
 END_TIME_FUNCTION = RSEP + "endTime"

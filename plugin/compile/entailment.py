@@ -44,7 +44,6 @@ from enum import Enum
 
 from rsep.plugin.algebra.analysis import map_expr, mentioned_vars, triple_vars
 from rsep.plugin.algebra.events import (
-    RSEP,
     Conjunction,
     Disjunction,
     Equals,
@@ -97,6 +96,7 @@ from rsep.plugin.algebra.sparql import (
     VarOrTerm,
 )
 from rsep.plugin.compile.nfa_compiler import CompileError
+from rsep.plugin.vocabulary import RSEP
 
 RDFS = "http://www.w3.org/2000/01/rdf-schema#"
 SUBCLASS_OF = RDFS + "subClassOf"

@@ -27,7 +27,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any, cast
 
-from rsep.plugin.algebra.events import RSEP
 from rsep.plugin.algebra.nested_paths import PathSelf
 from rsep.plugin.algebra.serialize import to_sparql
 from rsep.plugin.algebra.sparql import (
@@ -51,6 +50,7 @@ from rsep.plugin.algebra.sparql import (
     Var,
 )
 from rsep.plugin.errors import InvalidInput
+from rsep.plugin.vocabulary import RSEP
 
 NESTED_GRAPH = RSEP + "nested/"
 """Prefix of the scratch graphs (`<prefix><site>`) and of their relations (`<prefix><site>/<n>`)."""

@@ -28,7 +28,8 @@ from typing import Generic, TypeVar
 from rsep.plugin.service.checkpoints import CheckpointStore
 from rsep.plugin.service.engine import FAILED, RUNNING, WAITING, MatchSink
 from rsep.plugin.service.listeners import MatchListeners
-from rsep.plugin.service.registry import ACTIVE, QUERY_IRI_PREFIX, RegisteredQuery, Registry
+from rsep.plugin.service.registry import ACTIVE, RegisteredQuery, Registry
+from rsep.plugin.vocabulary import QUERY_IRI_PREFIX
 
 logger = logging.getLogger("rsep.service")
 

@@ -23,14 +23,8 @@ from rsep.plugin.algebra.terms import iri_nt, literal_nt
 from rsep.plugin.graph_events import XSD_DATETIME, Timestamp, timestamp_nt
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.results import Projector, interval_start
+from rsep.plugin.vocabulary import EVENT_IRI_PREFIX, MATCH_IRI_PREFIX, MATCHES_GRAPH, PROV, RDF_TYPE, RS, RSEP
 
-RSEP = "https://w3id.org/rsep#"
-RS = "http://www.w3.org/2001/sw/DataAccess/tests/result-set#"
-PROV = "http://www.w3.org/ns/prov#"
-RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
-MATCHES_GRAPH = "urn:rsep:matches"
-MATCH_IRI_PREFIX = "urn:rsep:match:"
-EVENT_IRI_PREFIX = "urn:rsep:event:"
 _HASH_CHARS = 32
 
 

@@ -19,7 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-QUERY_IRI_PREFIX = "urn:rsep:query:"
+from rsep.plugin.vocabulary import QUERY_IRI_PREFIX
+
 ACTIVE = "active"
 FAILED = "failed"
 _ID = re.compile(r"^[0-9a-f]{16}$")

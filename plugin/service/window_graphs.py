@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from rsep.plugin.algebra.terms import iri_nt, literal_nt
 from rsep.plugin.graph_events import XSD_DATETIME, Timestamp, timestamp_nt
-from rsep.plugin.service.match_graphs import MATCH_IRI_PREFIX, MATCHES_GRAPH, PROV, RDF_TYPE, RS, RSEP
+from rsep.plugin.vocabulary import MATCH_IRI_PREFIX, MATCHES_GRAPH, PROV, RDF_TYPE, RS, RSEP
 from rsep.plugin.windows.output import ticks_timestamp
 from rsep.plugin.windows.window_plan import Form
 from rsep.plugin.windows.window_replay import Evaluation

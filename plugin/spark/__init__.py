@@ -1,11 +1,9 @@
 """The Spark stage: the only part of rsep that imports pyspark.
 
-`SparkReplay` distributes the replay (GPM stage on executors, one NFA per
-partition key after a shuffle by key); `get_session` creates the session it
-runs on. The per-key adapter in `adapter` is pyspark-free.
+`stage.SparkReplay` distributes the replay (GPM stage on executors, one NFA per partition key
+after a shuffle by key); `streaming_engine.SparkStreamingEngine` runs continuous queries on
+Structured Streaming; `session.get_session` creates the session both run on, after the one check
+of Java (`session.check_java`). The per-key functions in `adapter` and `stream_stages` are
+pyspark-free, so they run (and are tested) without a SparkSession. Nothing is imported here:
+importing the package starts no JVM and needs no pyspark.
 """
-
-from rsep.plugin.spark.session import get_session, stop_session
-from rsep.plugin.spark.stage import GpmStage, SparkReplay
-
-__all__ = ["GpmStage", "SparkReplay", "get_session", "stop_session"]

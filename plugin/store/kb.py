@@ -106,6 +106,17 @@ class KnowledgeBase:
         """A SPARQL query as the protocol runs it: (media type, serialised result)."""
         return sparql_service.run_query(self._store, text, choose=choose, base_iri=base_iri, dataset=dataset)
 
+    def graph_exists(self, graph: GraphName) -> bool:
+        return sparql_service.graph_exists(self._store, graph)
+
+    def get_graph(self, graph: GraphName, media_type: str) -> bytes:
+        """Graph Store GET of one graph, serialised."""
+        return sparql_service.get_graph(self._store, graph, media_type)
+
+    def get_dataset(self, media_type: str) -> bytes:
+        """Graph Store GET of the whole store, serialised."""
+        return sparql_service.get_dataset(self._store, media_type)
+
     @property
     def lookup_version(self) -> int:
         return self.default_version

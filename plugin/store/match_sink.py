@@ -21,18 +21,30 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import pyoxigraph as ox
 
-from rsep.plugin.service.match_graphs import MATCHES_GRAPH, PROV, RDF_TYPE, RSEP, ResultGraph
 from rsep.plugin.store.kb import KnowledgeBase
+from rsep.plugin.vocabulary import MATCHES_GRAPH, PROV, RDF_TYPE, RSEP
 
 _MATCHES = ox.NamedNode(MATCHES_GRAPH)
 _GENERATED_BY = ox.NamedNode(PROV + "wasGeneratedBy")
 _TYPE = ox.NamedNode(RDF_TYPE)
 _MATCH = ox.NamedNode(RSEP + "Match")
-G = TypeVar("G", bound=ResultGraph)
+
+
+class NamedGraph(Protocol):
+    """What the sink writes: a graph with its IRI, as N-Quads (its metadata in MATCHES_GRAPH
+    included); rsep.plugin.service's match and evaluation graphs are such graphs."""
+
+    @property
+    def iri(self) -> str: ...
+
+    def nquads(self) -> str: ...
+
+
+G = TypeVar("G", bound=NamedGraph)
 
 
 class OxigraphMatchSink:

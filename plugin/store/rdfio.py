@@ -19,7 +19,8 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from rsep.plugin.errors import InvalidInput
-from rsep.plugin.graph_events import PROV_GENERATED_AT, PROV_STARTED_AT, GraphEvent, Timestamp, TimestampError
+from rsep.plugin.graph_events import GraphEvent, Timestamp, TimestampError
+from rsep.plugin.vocabulary import PROV_GENERATED_AT, PROV_STARTED_AT
 
 _GENERATED_AT = ox.NamedNode(PROV_GENERATED_AT)
 _STARTED_AT = ox.NamedNode(PROV_STARTED_AT)
@@ -33,7 +34,13 @@ KB_FORMATS = {
     ".owl": ox.RdfFormat.RDF_XML,
     ".jsonld": ox.RdfFormat.JSON_LD,
 }
-MEDIA_TYPES = {"application/trig": ox.RdfFormat.TRIG, "application/n-quads": ox.RdfFormat.N_QUADS}
+MEDIA_TYPES = {
+    "application/trig": ox.RdfFormat.TRIG,
+    "application/n-quads": ox.RdfFormat.N_QUADS,
+    "application/x-trig": ox.RdfFormat.TRIG,
+    "text/x-nquads": ox.RdfFormat.N_QUADS,
+}
+"""The media types of event payloads (the two registered ones and their older aliases)."""
 
 
 class DataError(InvalidInput):
@@ -77,7 +84,7 @@ def read_event_file(path: Path, stream: str, *, scope: str) -> list[GraphEvent]:
 
 def parse_events(
     data: bytes,
-    fmt: ox.RdfFormat,
+    fmt: ox.RdfFormat | str,
     stream: str,
     *,
     source: str,
@@ -88,7 +95,7 @@ def parse_events(
     """Parse a whole payload or fail without yielding anything: a bad payload
     is rejected whole. Events without a timestamp get `default_time` when
     given (HTTP ingest stamps arrival time), and are an error otherwise."""
-    quads = _parse(data, fmt, source, base_iri)
+    quads = _parse(data, MEDIA_TYPES[fmt] if isinstance(fmt, str) else fmt, source, base_iri)
     drafts, stamps, starts = _split(quads, source, data, scope)
     if starts.times:
         _check_intervals(starts, stamps, source, data)

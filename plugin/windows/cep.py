@@ -41,7 +41,6 @@ from typing import Protocol
 
 from rsep.plugin.algebra.analysis import pattern_vars
 from rsep.plugin.algebra.events import (
-    RSEP,
     EventJoin,
     EventPattern,
     EventQuery,
@@ -60,6 +59,7 @@ from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa.keyed import GpmEvaluatorLike, KeyedNfa, KeyedState
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.numbering import NumberedEvent
+from rsep.plugin.vocabulary import RSEP
 from rsep.plugin.windows.window_functions import TICKS_PER_SECOND, to_ticks
 
 INTERVAL_START = "__rsep_start"

@@ -31,7 +31,7 @@ from collections.abc import Collection
 from typing import Any
 
 from rsep.plugin.algebra.analysis import triple_vars
-from rsep.plugin.algebra.events import RSEP, TIMESTAMP_FUNCTION, WindowElement
+from rsep.plugin.algebra.events import TIMESTAMP_FUNCTION, WindowElement
 from rsep.plugin.algebra.sparql import (
     BGP,
     IRI,
@@ -47,6 +47,7 @@ from rsep.plugin.algebra.sparql import (
     Var,
 )
 from rsep.plugin.compile.nfa_compiler import CompileError
+from rsep.plugin.vocabulary import RSEP
 from rsep.plugin.windows.tree import rebuild, walk
 
 LATEST_FUNCTION = RSEP + "latestTime"

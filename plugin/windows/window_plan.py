@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from enum import Enum
 
 from rsep.plugin.algebra.events import (
-    RSEP,
     ConstructForm,
     EventQuery,
     MatchElement,
@@ -70,6 +69,7 @@ from rsep.plugin.algebra.sparql import (
 from rsep.plugin.compile.entailment import entail_window_pattern
 from rsep.plugin.compile.nfa_compiler import CompileError
 from rsep.plugin.compile.paths import NestedPathError, NestedSite, compile_nested_paths
+from rsep.plugin.vocabulary import RSEP
 from rsep.plugin.windows.cep import (
     INTERVAL_END,
     INTERVAL_START,

@@ -78,7 +78,7 @@ def run_plan(case: str, plan: QueryPlan) -> str:
 
 
 def case_query(case: str) -> EventQuery:
-    return load_query(CASES_DIR / case / "query.rq")
+    return load_query(CASES_DIR / case / "query.rq", RunRequest(CASES_DIR / case / "query.rq", []))
 
 
 def compiled(case: str, mechanism: Mechanism) -> QueryPlan:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import cache
 
 from rsep.grammar import parse_event_query
@@ -14,6 +15,7 @@ from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.numbering import NumberedEvent, number_events
 from rsep.plugin.replay import Replay
 from rsep.plugin.service.registry import RegisteredQuery
+from rsep.plugin.service.runner import QueryRunner
 from rsep.plugin.store.gpm_stage import GpmEvaluator
 from rsep.plugin.store.kb import KnowledgeBase
 
@@ -73,3 +75,10 @@ def reference(plan: QueryPlan, log: Sequence[LogRecord], kb: KnowledgeBase | Non
 
 def clock() -> str:
     return "2026-01-01T00:00:00Z"
+
+
+def runner_for(name: str, plan: QueryPlan | None = None) -> QueryRunner:
+    """The endpoint's runner of one of `QUERIES`, over an empty knowledge base."""
+    plan = plan or plan_of(name)
+    query = replace(registered(name), text="", streams=plan.streams)
+    return QueryRunner(query, plan, GpmEvaluator(plan.gpms, KnowledgeBase()), clock=clock)

@@ -20,13 +20,14 @@ from rsep.plugin.numbering import number_events
 from rsep.plugin.replay import Replay
 from rsep.plugin.service.checkpoints import CheckpointStore
 from rsep.plugin.service.inprocess import InProcessEngine
-from rsep.plugin.service.match_graphs import MATCHES_GRAPH, match_iri
+from rsep.plugin.service.match_graphs import match_iri
 from rsep.plugin.service.registry import FAILED, RegisteredQuery, Registry
 from rsep.plugin.service.runner import load_state
 from rsep.plugin.store.gpm_stage import GpmEvaluator
 from rsep.plugin.store.kb import KnowledgeBase, solutions
 from rsep.plugin.store.match_sink import OxigraphMatchSink
 from rsep.plugin.store.persistent import open_store
+from rsep.plugin.vocabulary import MATCHES_GRAPH
 from tests.service.support import OTHER, QUERIES, S1, S2, clock, event, plan_of, reference
 
 QUERY = QUERIES["any"]  # SEQ (A : C) with ?v2 > ?v1

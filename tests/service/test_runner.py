@@ -3,7 +3,6 @@ rank, snapshots (long paths, DISTINCT), pruning."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from itertools import pairwise
 
 import pytest
@@ -15,8 +14,6 @@ from rsep.plugin.compile.query_plan import compile_query
 from rsep.plugin.numbering import number_events, number_records
 from rsep.plugin.service.match_graphs import MatchGraph, match_iri
 from rsep.plugin.service.runner import QueryRunner, load_state
-from rsep.plugin.store.gpm_stage import GpmEvaluator
-from rsep.plugin.store.kb import KnowledgeBase
 from tests.service.support import (
     OTHER,
     QUERIES,
@@ -27,14 +24,8 @@ from tests.service.support import (
     plan_of,
     records,
     reference,
-    registered,
+    runner_for,
 )
-
-
-def runner_for(name: str, plan=None) -> QueryRunner:
-    plan = plan or plan_of(name)
-    query = replace(registered(name), text="", streams=plan.streams)
-    return QueryRunner(query, plan, GpmEvaluator(plan.gpms, KnowledgeBase()), clock=clock)
 
 
 def run_in_batches(runner: QueryRunner, log, cuts, restore_at=()) -> list[MatchGraph]:

@@ -218,7 +218,8 @@ def test_the_generator_covers_partition_keys_and_background_joins() -> None:
     """Guards the generator itself: the shapes the properties are about occur."""
     seen: set[str] = set()
 
-    @settings(max_examples=150, deadline=None, database=None)
+    # derandomized: a coverage check of 150 random examples missed a rare shape now and then
+    @settings(max_examples=150, deadline=None, database=None, derandomize=True)
     @given(case=cases())
     def collect(case: Case) -> None:
         if case.plan.key:

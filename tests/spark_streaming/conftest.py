@@ -16,13 +16,13 @@ from rsep.plugin.compile.query_plan import QueryPlan, compile_query
 from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.log import EventLog, LogRecord
 from rsep.plugin.service.checkpoints import CheckpointStore
-from rsep.plugin.service.match_graphs import MATCHES_GRAPH
 from rsep.plugin.service.registry import RegisteredQuery, Registry
 from rsep.plugin.service.runner import QueryRunner
 from rsep.plugin.store.gpm_stage import GpmEvaluator
 from rsep.plugin.store.kb import KnowledgeBase, solutions
 from rsep.plugin.store.match_sink import OxigraphMatchSink
 from rsep.plugin.store.persistent import open_store
+from rsep.plugin.vocabulary import MATCHES_GRAPH
 from tests.service.support import clock
 
 if TYPE_CHECKING:
