@@ -25,6 +25,9 @@ triple pattern) or a *join group*:
 - `L UNION R`: the orders of both;
 - FILTER: checked as soon as the parts of its group are all taken, with the
   group's interval available to getDURATION()/getSTARTTIME()/getENDTIME();
+  one inside the element taken at that step is part of what the step may
+  select under a consuming policy, one over a group holding earlier steps too
+  applies to what was selected (`IntervalSpec.own`);
 - BIND (SPARQL's Extend) and VALUES (a join with a static table): applied at
   the same moment over the parts written before them in their group, in
   order with the FILTERs: BIND binds its variable if the run has not bound
@@ -648,11 +651,14 @@ class _Builder:
         for index, parts in enumerate(ordered):
             atoms = [self.atom(part, bounded) for part in parts]
             final = index == last
+            checks = [f for f in alternative.filters if due(f.needs) == index]
+            own = [f for f in checks if f.needs <= frozenset(parts)]  # inside the element taken here
             spec = IntervalSpec(
                 step=index,
                 after=tuple(at(alternative.after.get(part, frozenset())) for part in parts),
                 equal=tuple((at(x), at(y)) for x, y in alternative.equal if due(x | y) == index),
-                filters=tuple(_check(f, at) for f in alternative.filters if due(f.needs) == index),
+                filters=tuple(_check(f, at) for f in [*own, *(f for f in checks if f not in own)]),
+                own=len(own),
                 anti=tuple(
                     AntiJoin(
                         j.aux,

@@ -212,6 +212,11 @@ class IntervalSpec:
     after: tuple[frozenset[int], ...] = ()
     equal: tuple[tuple[frozenset[int], frozenset[int]], ...] = ()
     filters: tuple[IntervalCheck, ...] = ()
+    own: int = 0
+    """The first `own` of `filters` read only the parts this step takes (a FILTER, BIND or VALUES
+    inside the element): under a consuming policy they decide which inputs the step may select.
+    The others read parts of earlier steps too (a group's FILTER over a SEQ): they apply to what
+    the policy selected (docs/semantics.md, "Selection and consumption policies")."""
     anti: tuple[AntiJoin, ...] = ()
     records: int | None = None
     auxiliary: bool = False

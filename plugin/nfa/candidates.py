@@ -132,12 +132,19 @@ class Candidates:
         return Candidate(events, mapping, (), frozenset(), units, (start,), earlier)
 
     def unit(self, gpm: int, event: int, mapping: Mapping[str, str]) -> Unit:
-        """The input a GPM row stands for: the triple it matched, or the event."""
+        """The input a GPM row stands for: the triple it matched, or the event. Interval patterns
+        (EP-SPARQL) consume an input per triple pattern that reads it, so there it is named with
+        the GPM: (gpm, event, ...) (docs/semantics.md, "Selection and consumption policies")."""
         inputs = self.automaton.inputs
         template = inputs[gpm] if gpm < len(inputs) else None
+        role = (gpm,) if self._timed else ()
         if template is None:
-            return (event,)
-        return (event, *(_instantiate(term, mapping) for term in template))
+            return (*role, event)
+        return (*role, event, *(_instantiate(term, mapping) for term in template))
+
+    def unit_event(self, unit: Unit) -> object:
+        """The event an input (`unit`) belongs to."""
+        return unit[1] if self._timed else unit[0]
 
     def _gpm_matches(self, gpm: int, group: Group) -> list[Candidate]:
         residuals = self._residuals[gpm]

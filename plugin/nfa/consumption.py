@@ -2,10 +2,13 @@
 which run takes an input, which of a timestamp's matches is reported, and what
 a reported match uses up.
 
-An input (`Unit`: an event, or one triple of it) is used once (RSEP-QL §4.4).
+An input (`Unit`: an event, or one triple of it) is used once (RSEP-QL §4.4);
+in interval patterns (EP-SPARQL) once per triple pattern, each reading the
+stream on its own (the unit names its GPM: `Candidates.unit`).
 Chronological selection prefers the earliest inputs, recent the latest. The
 run loop that offers a state's candidates to its runs is `Runtime._select_runs`;
-this module holds the decisions it and the end of a timestamp make.
+this module holds the decisions it and the end of a timestamp make
+(docs/semantics.md, "Selection and consumption policies").
 """
 
 from __future__ import annotations
@@ -21,17 +24,19 @@ class Consumption:
     """One consuming policy, for one automaton: its preference among inputs, and
     the inputs a match uses up (`unit` names them)."""
 
-    __slots__ = ("join_atoms", "recent", "unit")
+    __slots__ = ("event_of", "join_atoms", "recent", "unit")
 
     def __init__(
         self,
         recent: bool,
         join_atoms: Mapping[int, JoinAtom],
         unit: Callable[[int, int, Mapping[str, str]], Unit],
+        event_of: Callable[[Unit], object],
     ) -> None:
         self.recent = recent
         self.join_atoms = join_atoms
         self.unit = unit
+        self.event_of = event_of
 
     def preference(self, events: Seq[int]) -> tuple[int, ...]:
         """Sorts inputs the policy prefers first: the earliest (chronological) or the
@@ -79,7 +84,7 @@ class Consumption:
                 state.runs[state_id] = kept
             else:
                 del state.runs[state_id]
-        events = {unit[0] for unit in used}
+        events = {self.event_of(unit) for unit in used}
         for memory, occurrences in list(state.joins.items()):
             operands = self.join_atoms[memory].operands
             if any(o[1] in events and self.unit(operands[o[0]].gpm, o[1], o[2]) in used for o in occurrences):

@@ -205,18 +205,18 @@ def _step(check: IntervalCheck) -> Extension:
 
 
 class IntervalChecks:
-    """A state's interval conditions, compiled once per runtime."""
+    """A state's interval conditions, compiled once per runtime: `select` is what the step's own
+    element requires (EqJoin, and the FILTERs, BINDs and VALUES inside it), `complete` the checks
+    of groups that hold earlier steps too, which apply to what a consuming policy selected
+    (`IntervalSpec.own`). Without a policy a run must pass both."""
 
     def __init__(self, spec: IntervalSpec) -> None:
         self.spec = spec
-        self.extends = not all(isinstance(f, IntervalFilter) for f in spec.filters)
-        """Does the state bind variables (BIND, VALUES)? Then `extended`, else `holds`."""
-        self.filters = [
-            (f.steps, timed_predicate(f.expr, f.scope, f.unbound))
-            for f in spec.filters
-            if isinstance(f, IntervalFilter)
-        ]
-        self.steps = [_step(f) for f in spec.filters] if self.extends else []
+        own, rest = spec.filters[: spec.own], spec.filters[spec.own :]
+        self.select_checks = _Checks(own)
+        self.complete_checks = _Checks(rest)
+        self.plain = self.select_checks.plain and self.complete_checks.plain
+        """Only FILTERs (no BIND, VALUES): a run goes on with its mapping or stops."""
 
     def admits(self, spans: Spans, starts: tuple[float, ...]) -> bool:
         """SeqJoin: each part of the step (starting at `starts[k]`) begins after its `after` parts end."""
@@ -228,19 +228,49 @@ class IntervalChecks:
         return all(hull(spans, left) == hull(spans, right) for left, right in self.spec.equal)
 
     def holds(self, spans: Spans, mapping: Mapping[str, str]) -> bool:
-        """EqJoin conditions and interval FILTERs that complete at this step."""
+        """EqJoin conditions and the interval FILTERs that complete at this step (`plain` states)."""
+        return self.selects(spans, mapping) and self.complete_checks.holds(spans, mapping)
+
+    def selects(self, spans: Spans, mapping: Mapping[str, str]) -> bool:
+        """EqJoin conditions and the step's own FILTERs (`plain` states)."""
+        return self._equal(spans) and self.select_checks.holds(spans, mapping)
+
+    def select(self, spans: Spans, mapping: dict[str, str]) -> list[dict[str, str]]:
+        """The mappings the step's own element lets through (EqJoin, its checks in order)."""
         if not self._equal(spans):
-            return False
-        return all(test(mapping, hull(spans, steps)) for steps, test in self.filters)
+            return []
+        return self.select_checks.extended(spans, [mapping])
+
+    def complete(self, spans: Spans, mappings: list[dict[str, str]]) -> list[dict[str, str]]:
+        """What the checks over earlier steps too let through of the selected mappings."""
+        return self.complete_checks.extended(spans, mappings)
 
     def extended(self, spans: Spans, mapping: dict[str, str]) -> list[dict[str, str]]:
         """With BINDs or VALUES among the filters: the mappings the run goes on with, each
         check applied in order to what the ones before it let through (none: it stops)."""
-        if not self._equal(spans):
-            return []
-        mappings = [mapping]
+        return self.complete(spans, self.select(spans, mapping))
+
+
+class _Checks:
+    """FILTERs, BINDs and VALUES applied in order."""
+
+    def __init__(self, checks: tuple[IntervalCheck, ...]) -> None:
+        self.plain = all(isinstance(f, IntervalFilter) for f in checks)
+        self.filters = [
+            (f.steps, timed_predicate(f.expr, f.scope, f.unbound))
+            for f in checks
+            if isinstance(f, IntervalFilter)
+        ]
+        self.steps = [_step(f) for f in checks] if not self.plain else []
+
+    def holds(self, spans: Spans, mapping: Mapping[str, str]) -> bool:
+        return all(test(mapping, hull(spans, steps)) for steps, test in self.filters)
+
+    def extended(self, spans: Spans, mappings: list[dict[str, str]]) -> list[dict[str, str]]:
+        if self.plain:
+            return [m for m in mappings if self.holds(spans, m)] if self.filters else mappings
         for step in self.steps:
-            mappings = [out for each in mappings for out in step(spans, each)]
             if not mappings:
                 break
+            mappings = [out for each in mappings for out in step(spans, each)]
         return mappings

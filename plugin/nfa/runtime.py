@@ -85,7 +85,13 @@ class Runtime:
         self._forgetting = Forgetting(automaton) if self._intervals else None
         self._selective = automaton.policy is not ConsumptionPolicy.UNRESTRICTED
         self._recent = automaton.policy is ConsumptionPolicy.RECENT
-        self._policy = Consumption(self._recent, self._candidates.join_atoms, self._candidates.unit)
+        self._policy = Consumption(
+            self._recent, self._candidates.join_atoms, self._candidates.unit, self._candidates.unit_event
+        )
+        self._by_birth = self._selective and bool(self._intervals)
+        """Interval patterns under a consuming policy rank the runs of a state by their latest
+        step (the order they reached the state in, which is the order of their list), as the
+        binary reading of a SEQ chain does (`_select_runs`)."""
         forks = len(automaton.initial) > 1 or any(len(s.after_take) > 1 for s in automaton.states)
         self._logical = self._selective and bool(self._intervals) and forks
         """A partial match is its set of inputs, whichever detection order (state) it waits in
@@ -145,7 +151,10 @@ class Runtime:
         if step.moved:
             move_on(state, step.moved)
         for spec in self._initial:
-            for cand in self._candidates.matches(spec.atom, group, step.cache):
+            candidates = self._candidates.matches(spec.atom, group, step.cache)
+            if self._by_birth:  # runs are born, hence ranked, in arrival order
+                candidates = sorted(candidates, key=self._policy.offer_order)
+            for cand in candidates:
                 if step.consumed and not step.consumed.isdisjoint(cand.units):
                     continue
                 mapping = checked(cand, {})
@@ -220,7 +229,10 @@ class Runtime:
     def _select_runs(self, spec: State, runs: list[Run], step: Step) -> list[Run]:
         """Chronological / recent selection (RSEP-QL SEQ^c, SEQ^r): each event
         is taken by the earliest / latest waiting run it fits, and that run's
-        inputs move on with it (they are consumed from this state).
+        inputs move on with it (they are consumed from this state). Interval
+        patterns rank runs by their latest step (`_by_birth`); a run fits when
+        the step's own element admits it, and stays taken when a FILTER over
+        earlier steps too then drops the result (`_spawn`).
 
         Interval patterns wait for one partial match in several states, one per
         detection order it may continue in (`_logical`): there the runs holding the
@@ -228,7 +240,10 @@ class Runtime:
         fits and then moves on from all of them (`move_on`)."""
         group = step.group
         alive = [r for r in runs if self._alive(spec, r, group.rank, group.time)]
-        order = sorted(alive, key=run_age, reverse=self._recent)
+        if self._by_birth:
+            order = alive[::-1] if self._recent else alive
+        else:
+            order = sorted(alive, key=run_age, reverse=self._recent)
         taken: set[int] = set()
         forks: dict[object, list[Run]] | None = None
         # inputs at one timestamp are taken in arrival order, whatever order the GPM stage
@@ -293,7 +308,8 @@ class Runtime:
     def _spawn(self, spec: State, parent: Run | None, cand: Candidate, mapping: Mapping_, step: Step) -> bool:
         """Move `parent` (None: a new run) past `spec` with the candidate's
         events; report, remember or defer a completed match. False if the
-        take is not allowed after all (window, interval conditions)."""
+        take is not allowed after all (window, SeqJoin, the element's own checks);
+        True if it is, even when a check over earlier steps then drops the result."""
         group, events = step.group, cand.events
         start_time = group.time if parent is None else parent.start_time
         start_rank = group.rank if parent is None else parent.start_rank
@@ -309,12 +325,21 @@ class Runtime:
             if not checks.admits(previous, begins):
                 return False
             spans = (*previous, *((begin, group.time) for begin in begins))
-            if checks.extends:  # BIND, VALUES: the mapping grows, or forks into several
-                extended = checks.extended(spans, mapping)
-                if not extended:
+            # The step's own element decides whether the run may take the candidate (under a
+            # consuming policy: which run the policy selects); the checks of groups holding earlier
+            # steps too apply to what was selected, which they cannot give back (`IntervalSpec.own`).
+            if checks.plain:
+                if not checks.selects(spans, mapping):
                     return False
-            elif not checks.holds(spans, mapping):
-                return False
+                if not checks.complete_checks.holds(spans, mapping):
+                    return True
+            else:  # BIND, VALUES: the mapping grows, or forks into several
+                selected = checks.select(spans, mapping)
+                if not selected:
+                    return False
+                extended = checks.complete(spans, selected)
+                if not extended:
+                    return True
             start_time = min(start_time, *begins)
         path: Path = (events, None if parent is None else parent.path)
         units = None

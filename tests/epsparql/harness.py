@@ -14,6 +14,7 @@ from rsep.plugin.results import jsonl_line
 
 STREAM = "http://example.org/stream"
 PROV = "http://www.w3.org/ns/prov#generatedAtTime"
+GRAPH = "<http://example.org/g"
 
 Triple = tuple[str, str, str]
 Event = tuple[float, Sequence[Triple]]
@@ -54,7 +55,8 @@ def run_rsep_with_inputs(
     policy: str | None = None,
     kb: str | None = None,
 ) -> list[tuple[dict[str, object], list[int]]]:
-    """Each jsonl line with the positions in `events` of the events it used."""
+    """Each jsonl line with the positions in `events` of the events it used (derived events,
+    which `rules` add, have none)."""
     with tempfile.TemporaryDirectory(prefix="rsep-epsparql-") as folder:
         root = Path(folder)
         (root / "query.rq").write_text(query, encoding="utf-8")
@@ -79,7 +81,7 @@ def run_rsep_with_inputs(
         result = run(request)
         lines = [json.loads(jsonl_line(solution)) for solution in result.solutions]  # type: ignore[union-attr]
         used = [
-            [int(e.name.removeprefix("<http://example.org/g").removesuffix(">")) for e in solution.events]
+            [int(e.name[len(GRAPH) : -1]) for e in solution.events if e.name.startswith(GRAPH)]
             for solution in result.solutions  # type: ignore[union-attr]
         ]
     return list(zip(lines, used, strict=True))

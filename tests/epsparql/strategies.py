@@ -95,6 +95,8 @@ class Options:
     bgp_size: int = 6
     extensions: bool = False
     """Groups may end with a BIND (of a variable they do not bind) or a VALUES block."""
+    group_filters: bool = True
+    """FILTERs may stand over groups of several leaves (else over leaves only)."""
 
 
 def value_expr(draw: st.DrawFn, names: Sequence[str]) -> str:
@@ -157,7 +159,7 @@ def patterns(draw: st.DrawFn, options: Options = Options(), leaves: int | None =
             node = Bin(op, left, right)
     if options.extensions and draw(st.integers(0, 2)) == 0:
         node = draw(extended(node, options.time_filters))
-    if draw(st.integers(0, 4)) == 0:
+    if (options.group_filters or isinstance(node, TP | BGP | PathTP)) and draw(st.integers(0, 4)) == 0:
         names = sorted(certain(node)) if options.scoped_filters else [v[1:] for v in VARIABLES]
         time = options.time_filters
         if names or time:

@@ -18,8 +18,9 @@ D  an optional operator inside an optional side is ignored when that side's
 E  the window pushed from `getDURATION() <` drops optional-side solutions
    (partial runs, or remembered solutions at a batch or closure boundary)
    that can still block a match;
-F  chronological/recent consumption is per partition key, so a triple
-   matched by both steps under different keys is used twice;
+F  chronological/recent consumption was per partition key, so a triple
+   matched by both steps under different keys was used twice (now it is, for
+   another reason: each triple pattern consumes for itself);
 G  consumption removes whole graphs rather than triples;
 H  a triple occurrence given twice (two graphs at one time, or derived again)
    is reported twice;
@@ -182,14 +183,17 @@ CASES = [
         pattern=Filter(Bin("OPTIONALSEQ", TP("?x", p, "?y"), TP("?x", r, "?w")), WINDOW_2S),
     ),
     Case(
-        "F-consumption-across-partitions",
+        "F-consumption-per-triple-pattern",
         "{?x :p ?y} SEQ {?y :p ?z}, chronological, over a p b (1), b p c (2), c p d (3): at 2 the match "
-        "a b c uses a p b and b p c, which are consumed (RSEP-QL §4.4: the next input holds only the "
-        "triples not used to match); at 3 c p d has no unconsumed predecessor: one solution. rsep "
-        "consumes per partition key (?y): b p c started a run under key c as a first step, which "
-        "consumption under key b does not touch, so it also reports b c d over [2,3].",
+        "a b c uses a p b and b p c. Each triple pattern reads the stream through its own window "
+        "(RSEP-QL §4.4 keeps an input per window, each BEP has its own; ETALIS consumes the goal a p b "
+        "left, not the event b p c), so b p c is consumed as the second element only: as the first it "
+        "waits, and c p d takes it at 3 (b c d over [2,3]). rsep first consumed per partition key (?y), "
+        "which reported b c d by accident (b p c started a run under key c, which consumption under key "
+        "b did not touch); then every input for all the triple patterns at once (one solution); now per "
+        "triple pattern, the two solutions above (docs/semantics.md).",
         [(1.0, [(a, p, b)]), (2.0, [(b, p, c)]), (3.0, [(c, p, d)])],
-        {row(1, 2, x=a, y=b, z=c)},
+        {row(1, 2, x=a, y=b, z=c), row(2, 3, x=b, y=c, z=d)},
         query=select_query(Bin("SEQ", TP("?x", p, "?y"), TP("?y", p, "?z"))),
         policy="chronological",
     ),
