@@ -7,12 +7,9 @@ payload in memory -> matches: file IO excluded) and of the Spark stage
 in-process time, the peak number of active runs, and, measured in the same
 run:
 
-- "baseline": the engine modules (rdfio, gpm, runtime, replay, and the NFA
-  modules split out of runtime where the revision has them) as committed in
-  BASELINE_REV, before the performance work, loaded next to the current
-  ones; "vs <engine>" columns are that engine's time / the current one's;
 - "no sharing": the current engine with the runtime's outcome sharing off,
-  to separate that optimisation from the other NFA changes;
+  to separate that optimisation from the other NFA changes ("vs" columns are
+  its time / the current one's);
 - the naive GPM stage (one fresh Oxigraph store per event) against the
   batched one.
 
@@ -21,6 +18,8 @@ shared machine), each the best of --repeat runs with the engines
 interleaved; end-to-end rates are given from CPU time and from wall-clock
 time. Spark is wall-clock time (its work happens in other processes).
 Every engine must produce the same matches; a difference aborts the run.
+Another revision's engine is compared by bench/bench_revisions.py (whole
+processes, side by side).
 
 Run from the repository root:
     .venv/bin/python -m bench.bench_engine [--quick] [--no-spark] [--no-baseline]
@@ -40,7 +39,6 @@ from typing import Any
 import pyoxigraph
 
 from bench.common import (
-    BASELINE_REV,
     Engine,
     Timings,
     Workload,
@@ -48,7 +46,6 @@ from bench.common import (
     credit_card,
     current_engine,
     digest,
-    load_revision,
     parse,
     replay,
     stock,
@@ -255,8 +252,7 @@ def main() -> None:
         help="small sizes, Spark for one query per workload: to check the script",
     )
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark stage")
-    parser.add_argument("--no-baseline", action="store_true", help="skip the baseline and no-sharing engines")
-    parser.add_argument("--baseline-rev", default=BASELINE_REV, help="git revision of the baseline engine")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the no-sharing variant")
     parser.add_argument("--repeat", type=int, help="best of N in-process runs (default 3, 1 with --quick)")
     parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     args = parser.parse_args()
@@ -267,8 +263,7 @@ def main() -> None:
     current = current_engine()
     engines = [current]
     if not args.no_baseline:
-        engines += [without_sharing(current), load_revision(args.baseline_rev)]
-        print(f"baseline: rdfio, gpm, runtime and replay as of {args.baseline_rev[:12]}")
+        engines.append(without_sharing(current))
     if args.quick:
         workloads = [credit_card(limit=2000), stock(companies=10, ticks=200)]
     else:

@@ -15,10 +15,10 @@ Each workload is a TriG payload plus queries; `parse` (rdfio) turns the
 payload into events, as `rsep run` does after reading the file.
 
 The harness wraps the GPM evaluator and the NFA runtime of a `Replay` with
-timers (`Instrumented`), provides the naive GPM stage the SPAseq paper warns
-about (`NaiveGpmEvaluator`: one fresh Oxigraph store per event), and loads the
-engine modules of an older revision side by side with the current ones
-(`load_revision`), so one run can report before/after ratios.
+timers (`Instrumented`) and provides the naive GPM stage the SPAseq paper warns
+about (`NaiveGpmEvaluator`: one fresh Oxigraph store per event). Revisions are
+compared as whole processes by bench/bench_revisions.py (module names and
+internals move between revisions; the command line does not).
 """
 
 from __future__ import annotations
@@ -27,14 +27,12 @@ import gc
 import hashlib
 import importlib.util
 import random
-import subprocess
 import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pyoxigraph as ox
@@ -49,22 +47,15 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 CARD_FILE = SHARED_DATA / "spaseq" / "credit-card" / "card10k.n3"
 
-BASELINE_REV = "12ba939d792f45766be8f6ce155f9fe347563211"
-"""The last commit before the performance work on the engine modules below."""
-
 ENGINE_MODULES = (
     "rsep.plugin.store.rdfio",
     "rsep.plugin.store.gpm_stage",
-    "rsep.plugin.nfa.runs",
+    "rsep.plugin.numbering",
     "rsep.plugin.nfa.outcomes",
-    "rsep.plugin.nfa.candidates",
-    "rsep.plugin.nfa.consumption",
-    "rsep.plugin.nfa.antijoins",
-    "rsep.plugin.nfa.runtime",
     "rsep.plugin.replay",
 )
-"""The modules the performance work touches, in import order. The runtime was one
-module (`runtime`) before it was split: a revision from then lacks the others."""
+"""The modules a replay's stages are read from (parse, GPM stage, numbering, the runtime's
+sharing constant, the replay)."""
 
 _PROV = "<http://www.w3.org/ns/prov#generatedAtTime>"
 _DECIMAL = "<http://www.w3.org/2001/XMLSchema#decimal>"
@@ -241,7 +232,7 @@ class Engine:
         events = self.rdfio.parse_events(
             workload.trig, ox.RdfFormat.TRIG, workload.stream, source="<bench>", scope="s0"
         )
-        numbered: list[Any] = self.replay.number_events([events])
+        numbered: list[Any] = self.modules["rsep.plugin.numbering"].number_events([events])
         return numbered
 
 
@@ -255,43 +246,6 @@ def without_sharing(engine: Engine) -> Engine:
     return replace(
         engine, label="no sharing", constants={("rsep.plugin.nfa.outcomes", "SHARE_MIN_RUNS"): sys.maxsize}
     )
-
-
-def load_revision(rev: str) -> Engine:
-    """The engine modules as committed in `rev`, loaded under fresh module
-    objects next to the current ones. While each is executed, `sys.modules`
-    points its imports of the others at the old versions, so the old replay
-    drives the old runtime and the old evaluator; the rest of rsep is shared.
-    Modules the revision does not have (it predates them) are left out."""
-    subprocess.run(
-        ["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=REPO, capture_output=True, check=True
-    )
-    saved = {name: sys.modules.get(name) for name in ENGINE_MODULES}
-    loaded: dict[str, ModuleType] = {}
-    try:
-        for name in ENGINE_MODULES:
-            path = name.removeprefix("rsep.").replace(".", "/") + ".py"
-            if subprocess.run(
-                ["git", "cat-file", "-e", f"{rev}:{path}"], cwd=REPO, capture_output=True
-            ).returncode:
-                continue
-            source = subprocess.run(
-                ["git", "show", f"{rev}:{path}"], cwd=REPO, capture_output=True, text=True, check=True
-            ).stdout
-            spec = importlib.util.spec_from_loader(name, loader=None)
-            assert spec is not None
-            module = importlib.util.module_from_spec(spec)
-            module.__file__ = f"{rev[:7]}:{path}"
-            sys.modules[name] = module  # dataclasses look their module up while being built
-            exec(compile(source, module.__file__, "exec"), module.__dict__)
-            loaded[name] = module
-    finally:
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
-    return Engine(rev[:7], loaded)
 
 
 # ---------------------------------------------------------------------- naive GPM stage
