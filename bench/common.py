@@ -11,7 +11,7 @@ Workloads are built in memory (nothing is written into the repository):
   companies report at the same timestamp (a market snapshot), so strict
   contiguity (`,`) between one company's events means "consecutive ticks".
 
-Each workload is a TriG payload plus queries; `parse` (rdfio) turns the
+Each workload is a TriG payload plus queries; `parse` (event_reader) turns the
 payload into events, as `rsep run` does after reading the file.
 
 The harness wraps the GPM evaluator and the NFA runtime of a `Replay` with
@@ -48,7 +48,7 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 CARD_FILE = SHARED_DATA / "spaseq" / "credit-card" / "card10k.n3"
 
 ENGINE_MODULES = (
-    "rsep.plugin.store.rdfio",
+    "rsep.plugin.store.event_reader",
     "rsep.plugin.store.gpm_stage",
     "rsep.plugin.numbering",
     "rsep.plugin.nfa.outcomes",
@@ -206,7 +206,7 @@ class Engine:
 
     @property
     def rdfio(self) -> Any:
-        return self.modules["rsep.plugin.store.rdfio"]
+        return self.modules["rsep.plugin.store.event_reader"]
 
     @property
     def gpm(self) -> Any:

@@ -27,7 +27,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from rsep.endpoint import settings
-from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, render, run
+from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, start, write
 from rsep.plugin import REGIMES, ConsumptionPolicy, InvalidInput, RsepError, is_absolute_iri
 
 if TYPE_CHECKING:
@@ -137,10 +137,12 @@ def _run(args: argparse.Namespace) -> int:
         entailment=args.entailment,
         base=args.base,
     )
-    result = run(request)
-    for warning in request.warnings:
-        sys.stderr.write(f"rsep: warning: {args.query}: {warning}\n")
-    sys.stdout.write(render(result, args.format))
+
+    def warn() -> None:
+        for warning in request.warnings:
+            sys.stderr.write(f"rsep: warning: {args.query}: {warning}\n")
+
+    write(start(request), args.format, sys.stdout, before=warn)
     return 0
 
 

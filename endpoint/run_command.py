@@ -9,9 +9,10 @@ before the query (or a later rule) reads them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from rsep import compiler
 from rsep.plugin import (
@@ -42,10 +43,13 @@ from rsep.plugin import (
     is_window_query,
     jsonl_line,
     number_events,
+    number_stream,
     plan_windows,
-    read_event_file,
     replay_window_events,
     srj_document,
+    srj_frame,
+    srj_row,
+    stream_event_file,
     timestamp_position,
     to_ticks,
 )
@@ -123,6 +127,49 @@ class RunResult:
         return srj_document(self.plan.output_vars, self.solutions) + "\n"
 
 
+Batch = tuple[list[Match], list[Solution]]
+"""A batch's matches and their solutions."""
+
+
+@dataclass
+class StreamedRun:
+    """An event pattern replayed in-process as its files are read (`rsep run`'s usual path): the
+    solutions come batch by batch, in detection order, while the files are still being read, and
+    memory holds one batch and what live runs refer to (bounded by WITHIN), not the stream."""
+
+    plan: QueryPlan
+    kb: KnowledgeBase
+    sources: list[Iterator[GraphEvent]]
+
+    def batches(
+        self, seen: list[NumberedEvent] | None = None
+    ) -> Iterator[tuple[list[Match], list[Solution]]]:
+        """Per batch: its matches and their solutions (`seen` collects the numbered events)."""
+        events: Iterable[NumberedEvent] = number_stream(self.sources)
+        if seen is not None:
+            events = _recorded(events, seen)
+        replay = Replay(self.plan, GpmEvaluator(self.plan.gpms, self.kb))
+        projector = Projector.for_plan(self.plan)
+        for found, named in replay.stream(events):
+            yield found, projector.solutions(found, named)
+
+    def collect(self) -> RunResult:
+        """The whole run in memory (tests, benchmarks)."""
+        seen: list[NumberedEvent] = []
+        matches: list[Match] = []
+        solutions: list[Solution] = []
+        for found, projected in self.batches(seen):
+            matches.extend(found)
+            solutions.extend(projected)
+        return RunResult(self.plan, seen, matches, solutions)
+
+
+def _recorded(events: Iterable[NumberedEvent], seen: list[NumberedEvent]) -> Iterator[NumberedEvent]:
+    for event in events:
+        seen.append(event)
+        yield event
+
+
 def load_query(path: Path, request: RunRequest) -> EventQuery:
     """The query in `path` with the request's options; its relative IRIs resolve against
     `--base`, else the file's address. (A window query takes no --policy: `run_windows` says so.)"""
@@ -172,13 +219,22 @@ def read_inputs(
 ) -> Streams:
     """The event files, per stream, checked against what the query and the rules read (`readers`;
     one naming no stream, an EP-SPARQL query, reads them all) and what the stream rules produce."""
+    given: Streams = {}
+    for iri, events in stream_inputs(files, readers, rules):
+        given.setdefault(iri, []).extend(events)
+    return {iri: sorted(events, key=lambda e: e.time.seconds) for iri, events in given.items()}
+
+
+def stream_inputs(
+    files: Sequence[StreamFile], readers: Sequence[EventQuery], rules: Sequence[Rule] = ()
+) -> list[tuple[str, Iterator[GraphEvent]]]:
+    """`read_inputs`, as the files are read: per file, its stream and its events in time order
+    (a file is read when its events are needed). The files are checked before any is read."""
     produced = {rule.query.produced_stream: rule.path for rule in rules}
     wanted = list(dict.fromkeys(decl.iri for query in readers for decl in query.streams))
     every = any(not query.streams for query in readers)
     files = [stream.for_query(wanted) for stream in files]
-    given: Streams = {}
-    kinds: dict[bool, tuple[Path, GraphEvent]] = {}
-    for index, stream in enumerate(files):
+    for stream in files:
         if stream.iri in produced:
             raise UsageError(
                 f"stream <{stream.iri}> is what --rule {produced[stream.iri]} produces: "
@@ -188,13 +244,14 @@ def read_inputs(
             readers_text = "the query and its rules read" if rules else "the query reads"
             known = ", ".join(f"<{iri}>" for iri in wanted)
             raise UsageError(f"unknown stream <{stream.iri}>: {readers_text} {known}")
-        events = read_event_file(stream.path, stream.iri, scope=f"s{index}")
-        _check_one_kind_of_time(stream.path, events, kinds)
-        given.setdefault(stream.iri, []).extend(events)
-    missing = [iri for iri in wanted if iri not in given and iri not in produced]
+    missing = [iri for iri in wanted if iri not in {s.iri for s in files} and iri not in produced]
     if missing:
         raise UsageError(f"no events given for stream <{missing[0]}>: add --stream {missing[0]}=FILE")
-    return {iri: sorted(events, key=lambda e: e.time.seconds) for iri, events in given.items()}
+    kinds: dict[bool, tuple[Path, GraphEvent]] = {}
+    return [
+        (stream.iri, _one_kind_of_time(stream.path, _read(stream, index), kinds))
+        for index, stream in enumerate(files)
+    ]
 
 
 def select_streams(wanted: Sequence[str], streams: Streams) -> list[list[GraphEvent]]:
@@ -202,27 +259,32 @@ def select_streams(wanted: Sequence[str], streams: Streams) -> list[list[GraphEv
     return [streams[iri] for iri in (wanted or list(streams))]
 
 
-def _check_one_kind_of_time(
-    path: Path, events: Sequence[GraphEvent], kinds: dict[bool, tuple[Path, GraphEvent]]
-) -> None:
-    """All timestamps of a run are xsd:dateTimes or all are numbers: epoch seconds and abstract
-    time units do not compare. `kinds` holds the first event of each kind seen so far."""
+def _read(stream: StreamFile, index: int) -> Iterator[GraphEvent]:
+    return stream_event_file(stream.path, stream.iri, scope=f"s{index}")
+
+
+def _one_kind_of_time(
+    path: Path, events: Iterable[GraphEvent], kinds: dict[bool, tuple[Path, GraphEvent]]
+) -> Iterator[GraphEvent]:
+    """The events, checked as they pass: all timestamps of a run are xsd:dateTimes or all are
+    numbers (epoch seconds and abstract time units do not compare). `kinds` holds the first event
+    of each kind seen so far, in any file."""
     for event in events:
         kinds.setdefault(event.time.numeric, (path, event))
         other = kinds.get(not event.time.numeric)
-        if other is None:
-            continue
-        line, column = timestamp_position(path, event.name)
-        other_line, other_column = timestamp_position(other[0], other[1].name)
-        elsewhere = f"{other[0]}" + (f":{other_line}:{other_column}" if other_line is not None else "")
-        raise DataError(
-            str(path),
-            f"timestamp {event.time.lexical} is {event.time.kind}, but {elsewhere} gives "
-            f"{other[1].time.lexical}, {other[1].time.kind}: the timestamps of one run must all be "
-            "xsd:dateTimes or all numbers (epoch seconds and abstract time units do not compare)",
-            line,
-            column,
-        )
+        if other is not None:
+            line, column = timestamp_position(path, event.name)
+            other_line, other_column = timestamp_position(other[0], other[1].name)
+            elsewhere = f"{other[0]}" + (f":{other_line}:{other_column}" if other_line is not None else "")
+            raise DataError(
+                str(path),
+                f"timestamp {event.time.lexical} is {event.time.kind}, but {elsewhere} gives "
+                f"{other[1].time.lexical}, {other[1].time.kind}: the timestamps of one run must all be "
+                "xsd:dateTimes or all numbers (epoch seconds and abstract time units do not compare)",
+                line,
+                column,
+            )
+        yield event
 
 
 def load_rules(request: RunRequest) -> tuple[list[Rule], list[Rule]]:
@@ -281,6 +343,14 @@ def load_kb(files: Sequence[KbFile]) -> KnowledgeBase:
 
 
 def run(request: RunRequest) -> RunResult | WindowRun:
+    """The whole run, in memory (tests; the command line writes a `StreamedRun` as it comes)."""
+    outcome = start(request)
+    return outcome.collect() if isinstance(outcome, StreamedRun) else outcome
+
+
+def start(request: RunRequest) -> RunResult | WindowRun | StreamedRun:
+    """Read the query, check the inputs, and run it: in-process event patterns as their files are
+    read (`StreamedRun`), everything else whole (`RunResult`, `WindowRun`)."""
     query = load_query(request.query_file, request)
     stream_rules, event_rules = load_rules(request)
     if stream_rules and request.engine != "inprocess":
@@ -290,6 +360,13 @@ def run(request: RunRequest) -> RunResult | WindowRun:
     plan = compile_file(query, request.query_file)
     request.warnings.extend(plan.warnings)
     kb = load_kb(request.kb)
+    if not (
+        stream_rules or event_rules or isinstance(query.form, ConstructForm) or request.engine != "inprocess"
+    ):
+        sources = stream_inputs(request.streams, [query])
+        wanted = plan.streams or list(dict.fromkeys(iri for iri, _ in sources))
+        ordered = [events for iri in wanted for stream, events in sources if stream == iri]
+        return StreamedRun(plan, kb, ordered)
     streams = read_inputs(request.streams, [query, *(r.query for r in stream_rules)], stream_rules)
     derive_streams(stream_rules, kb, streams)
     events = number_events(select_streams(plan.streams, streams))
@@ -347,6 +424,43 @@ def run_windows(
     return replay_window_events(plan, kb, streams, scope=query.produced_stream or "")
 
 
+def write(
+    outcome: RunResult | WindowRun | StreamedRun,
+    output_format: str,
+    out: TextIO,
+    before: Callable[[], None] = lambda: None,
+) -> None:
+    """`rsep run`'s output; a `StreamedRun`'s solutions are written (and flushed) batch by batch,
+    as the files are read. `before` runs once the first batch is in, before anything is written
+    (the warnings: a run that fails on its input shows its error alone)."""
+    if not isinstance(outcome, StreamedRun):
+        text = render(outcome, output_format)
+        before()
+        out.write(text)
+        return
+    if output_format not in ("jsonl", "srj"):
+        raise UsageError(_TRIG_IS_FOR_EVENTS)
+    srj = output_format == "srj"
+    head, tail = srj_frame(outcome.plan.output_vars)
+    separator: str | None = None
+    for _, solutions in outcome.batches():
+        if separator is None:
+            before()
+            out.write(head if srj else "")
+            separator = ""
+        for solution in solutions:
+            if srj:
+                out.write(separator + srj_row(solution))
+                separator = ", "
+            else:
+                out.write(jsonl_line(solution) + "\n")
+        out.flush()
+    if separator is None:  # no events at all
+        before()
+        out.write(head if srj else "")
+    out.write(tail + "\n" if srj else "")
+
+
 def render(result: RunResult | WindowRun, output_format: str) -> str:
     """`rsep run --format`: jsonl, srj, or trig (a window CONSTRUCT's evaluations, or an EP-SPARQL
     CONSTRUCT's matches with their intervals, as graph events in the format `--stream` reads, so
@@ -358,12 +472,14 @@ def render(result: RunResult | WindowRun, output_format: str) -> str:
     if isinstance(result, RunResult) and _interval_construct(result.plan.query):
         return events_trig(derived_event(s, DERIVED_STREAM) for s in result.solutions if s.triples)
     if not isinstance(result, WindowRun) or result.plan.form is not Form.CONSTRUCT:
-        raise UsageError(
-            "--format trig writes graph events: the evaluations of a C-SPARQL or CQELS CONSTRUCT "
-            "(REGISTER STREAM) or the matches of an EP-SPARQL CONSTRUCT; solutions print with "
-            "--format jsonl"
-        )
+        raise UsageError(_TRIG_IS_FOR_EVENTS)
     return events_trig(result.graph_events(result.plan.query.produced_stream or ""))
+
+
+_TRIG_IS_FOR_EVENTS = (
+    "--format trig writes graph events: the evaluations of a C-SPARQL or CQELS CONSTRUCT "
+    "(REGISTER STREAM) or the matches of an EP-SPARQL CONSTRUCT; solutions print with --format jsonl"
+)
 
 
 def _interval_construct(query: EventQuery) -> bool:

@@ -35,9 +35,17 @@ _MODULES = {
     "rsep.plugin.graph_events": ("GraphEvent", "Timestamp"),
     "rsep.plugin.log": ("EventLog", "LateEventError", "LogRecord", "MixedTimeError"),
     "rsep.plugin.nfa.runtime": ("Match",),
-    "rsep.plugin.numbering": ("NumberedEvent", "number_events"),
+    "rsep.plugin.numbering": ("NumberedEvent", "number_events", "number_stream"),
     "rsep.plugin.replay": ("Replay",),
-    "rsep.plugin.results": ("Projector", "Solution", "derived_event", "jsonl_line", "srj_document"),
+    "rsep.plugin.results": (
+        "Projector",
+        "Solution",
+        "derived_event",
+        "jsonl_line",
+        "srj_document",
+        "srj_frame",
+        "srj_row",
+    ),
     "rsep.plugin.service.checkpoints": ("CheckpointStore",),
     "rsep.plugin.service.engine": ("FAILED", "StreamingEngine"),
     "rsep.plugin.service.inprocess": ("InProcessEngine",),
@@ -55,13 +63,12 @@ _MODULES = {
     "rsep.plugin.store.match_sink": ("OxigraphMatchSink",),
     "rsep.plugin.store.persistent": ("open_store",),
     "rsep.plugin.store.prepare": ("check_plan", "check_window_plan"),
+    "rsep.plugin.store.event_reader": ("parse_events", "read_event_file", "stream_event_file"),
     "rsep.plugin.store.rdfio": (
         "MEDIA_TYPES",
         "DataError",
         "events_trig",
-        "parse_events",
         "payload_timestamp_position",
-        "read_event_file",
         "timestamp_position",
     ),
     "rsep.plugin.store.sparql_service": (
@@ -176,6 +183,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     from rsep.plugin.numbering import (
         number_events as number_events,
     )
+    from rsep.plugin.numbering import (
+        number_stream as number_stream,
+    )
     from rsep.plugin.replay import (
         Replay as Replay,
     )
@@ -193,6 +203,12 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.results import (
         srj_document as srj_document,
+    )
+    from rsep.plugin.results import (
+        srj_frame as srj_frame,
+    )
+    from rsep.plugin.results import (
+        srj_row as srj_row,
     )
     from rsep.plugin.service.checkpoints import (
         CheckpointStore as CheckpointStore,
@@ -251,6 +267,15 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     from rsep.plugin.spark.streaming_engine import (
         SparkStreamingEngine as SparkStreamingEngine,
     )
+    from rsep.plugin.store.event_reader import (
+        parse_events as parse_events,
+    )
+    from rsep.plugin.store.event_reader import (
+        read_event_file as read_event_file,
+    )
+    from rsep.plugin.store.event_reader import (
+        stream_event_file as stream_event_file,
+    )
     from rsep.plugin.store.gpm_stage import (
         GpmEvaluator as GpmEvaluator,
     )
@@ -279,13 +304,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
         events_trig as events_trig,
     )
     from rsep.plugin.store.rdfio import (
-        parse_events as parse_events,
-    )
-    from rsep.plugin.store.rdfio import (
         payload_timestamp_position as payload_timestamp_position,
-    )
-    from rsep.plugin.store.rdfio import (
-        read_event_file as read_event_file,
     )
     from rsep.plugin.store.rdfio import (
         timestamp_position as timestamp_position,

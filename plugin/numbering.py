@@ -10,7 +10,8 @@ numbered over the whole streamset before any split: every driver of the per-key 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+import heapq
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from rsep.plugin.errors import InvalidInput
@@ -64,3 +65,20 @@ def number_records(
             raise InvalidInput(f"log position {record.position} is older than the event before it")
         numbered.append(NumberedEvent(record.position, last_rank, event))
     return numbered, last_rank, last_time
+
+
+def number_stream(sources: Sequence[Iterable[GraphEvent]]) -> Iterator[NumberedEvent]:
+    """`number_events` as the events come: each source in time order (a file being read), merged
+    by time, ties in the order of `sources` and then of each source, exactly as `number_events`
+    orders them."""
+    merged = heapq.merge(*(_keyed(s, source) for s, source in enumerate(sources)), key=lambda item: item[0])
+    rank, last = -1, None
+    for event_id, ((seconds, _, _), event) in enumerate(merged):
+        if seconds != last:
+            rank, last = rank + 1, seconds
+        yield NumberedEvent(event_id, rank, event)
+
+
+def _keyed(s: int, source: Iterable[GraphEvent]) -> Iterator[tuple[tuple[float, int, int], GraphEvent]]:
+    for i, event in enumerate(source):
+        yield (event.time.seconds, s, i), event

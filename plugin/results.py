@@ -158,7 +158,10 @@ class Projector:
         name = label or match_label(match, self.scope)
         return instantiate(self.template, self.solution(match.mapping), name)
 
-    def solutions(self, matches: Iterable[Match], events: Sequence[GraphEvent]) -> list[Solution]:
+    def solutions(
+        self, matches: Iterable[Match], events: Sequence[GraphEvent] | Mapping[int, GraphEvent]
+    ) -> list[Solution]:
+        """The matches' solutions; `events` gives each event by id (a list, or the events held)."""
         out = []
         for match in matches:
             contributing = tuple(events[i] for i in match.events)
@@ -270,8 +273,20 @@ def _instantiate(term: object, mapping: Mapping[str, str], label: str) -> str | 
 
 
 def srj_document(names: Sequence[str], solutions: Iterable[Solution]) -> str:
-    bindings = [{k: srj_term(v) for k, v in s.bindings.items()} for s in solutions]
-    return json.dumps({"head": {"vars": list(names)}, "results": {"bindings": bindings}}, ensure_ascii=False)
+    rows = ", ".join(srj_row(s) for s in solutions)
+    head, tail = srj_frame(names)
+    return f"{head}{rows}{tail}"
+
+
+def srj_frame(names: Sequence[str]) -> tuple[str, str]:
+    """The SPARQL results JSON document around its rows (`srj_row`, separated by ", "), so that
+    rows can be written as they come: the text `json.dumps` gives for the whole document."""
+    head = json.dumps({"head": {"vars": list(names)}, "results": {"bindings": []}}, ensure_ascii=False)
+    return head[: -len("]}}")], "]}}"
+
+
+def srj_row(solution: Solution) -> str:
+    return json.dumps({k: srj_term(v) for k, v in solution.bindings.items()}, ensure_ascii=False)
 
 
 def srj_term(text: str) -> dict[str, str]:

@@ -13,13 +13,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyoxigraph as ox
 
 from rsep.plugin.errors import InvalidInput
-from rsep.plugin.graph_events import GraphEvent, Timestamp, TimestampError
+from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.vocabulary import PROV_GENERATED_AT, PROV_STARTED_AT
 
 _GENERATED_AT = ox.NamedNode(PROV_GENERATED_AT)
@@ -55,13 +54,6 @@ class DataError(InvalidInput):
         return f"{where}: {self.message}"
 
 
-@dataclass(frozen=True, slots=True)
-class _Draft:
-    name: ox.NamedNode | ox.BlankNode
-    lines: list[str]
-    """The event's triples, each as an N-Triples line."""
-
-
 def format_for(path: Path, formats: dict[str, ox.RdfFormat], what: str) -> ox.RdfFormat:
     try:
         return formats[path.suffix.lower()]
@@ -70,140 +62,6 @@ def format_for(path: Path, formats: dict[str, ox.RdfFormat], what: str) -> ox.Rd
         raise DataError(
             str(path), f"cannot tell the {what} format from the extension (use {known})"
         ) from None
-
-
-def read_event_file(path: Path, stream: str, *, scope: str) -> list[GraphEvent]:
-    """All events of one file, ordered by timestamp (stable for equal ones)."""
-    fmt = format_for(path, EVENT_FORMATS, "event file")
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise DataError(str(path), f"cannot read the file: {error.strerror}") from None
-    return parse_events(data, fmt, stream, source=str(path), scope=scope, base_iri=path.resolve().as_uri())
-
-
-def parse_events(
-    data: bytes,
-    fmt: ox.RdfFormat | str,
-    stream: str,
-    *,
-    source: str,
-    scope: str,
-    base_iri: str | None = None,
-    default_time: Timestamp | None = None,
-) -> list[GraphEvent]:
-    """Parse a whole payload or fail without yielding anything: a bad payload
-    is rejected whole. Events without a timestamp get `default_time` when
-    given (HTTP ingest stamps arrival time), and are an error otherwise."""
-    quads = _parse(data, MEDIA_TYPES[fmt] if isinstance(fmt, str) else fmt, source, base_iri)
-    drafts, stamps, starts = _split(quads, source, data, scope)
-    if starts.times:
-        _check_intervals(starts, stamps, source, data)
-    events = []
-    for key, draft in drafts.items():
-        time = stamps.pop(key, None) or default_time
-        if time is None:
-            raise _located(source, data, draft.name, f"event graph {draft.name} has no prov:generatedAtTime")
-        events.append(GraphEvent(stream, key, time, "".join(draft.lines), starts.times.get(key)))
-    for key, time in stamps.items():  # a timestamp for a graph without triples: an empty event
-        events.append(GraphEvent(stream, key, time, "", starts.times.get(key)))
-    events.sort(key=lambda e: e.time.seconds)  # by the end T, the detection time, also for intervals
-    return events
-
-
-@dataclass(slots=True)
-class _Starts:
-    """The events' interval starts (`prov:startedAtTime`) by event key, and each key's graph
-    term as the payload writes it (blank nodes are renamed), to locate errors."""
-
-    times: dict[str, Timestamp]
-    written: dict[str, object]
-
-
-def _check_intervals(starts: _Starts, stamps: dict[str, Timestamp], source: str, data: bytes) -> None:
-    """Each `prov:startedAtTime S` needs its event's generatedAtTime T, of the same kind, with
-    S <= T (an HTTP arrival time does not stand in for T: it could precede S)."""
-    for key, start in starts.times.items():
-        end = stamps.get(key)
-        if end is None:
-            message = f"event graph {key} has a prov:startedAtTime but no prov:generatedAtTime"
-        elif end.numeric != start.numeric:
-            message = (
-                f"the interval of {key} starts at {start.lexical}, {start.kind}, but ends at "
-                f"{end.lexical}, {end.kind}: both ends must be of one kind"
-            )
-        elif start.seconds > end.seconds:
-            message = f"the interval of {key} starts at {start.lexical}, after its end {end.lexical}"
-        else:
-            continue
-        raise _located_stamp(source, data, starts.written[key], message, _STARTED_AT_WRITTEN)
-
-
-def _parse(data: bytes, fmt: ox.RdfFormat, source: str, base_iri: str | None) -> list[ox.Quad]:
-    try:
-        return list(ox.parse(data, fmt, base_iri=base_iri))
-    except SyntaxError as error:
-        line, column = _syntax_position(error)
-        raise DataError(source, _syntax_message(error), line, column) from None
-
-
-def _split(
-    quads: Iterable[ox.Quad], source: str, data: bytes, scope: str
-) -> tuple[dict[str, _Draft], dict[str, Timestamp], _Starts]:
-    """The events' texts, their timestamps (generatedAtTime) and interval starts (startedAtTime)."""
-    renamer = _BlankNodeScope(scope)
-    drafts: dict[object, _Draft] = {}  # by graph term as parsed: hashing a term is cheaper than printing it
-    stamps: dict[str, Timestamp] = {}
-    starts = _Starts({}, {})
-    for quad in quads:
-        graph = quad.graph_name
-        if isinstance(graph, ox.DefaultGraph):
-            if quad.predicate == _STARTED_AT:
-                starts.written[str(renamer.term(quad.subject))] = quad.subject
-                _read_timestamp(quad, renamer, starts.times, source, data)
-            else:
-                _read_timestamp(quad, renamer, stamps, source, data)
-            continue
-        draft = drafts.get(graph)
-        if draft is None:
-            draft = drafts[graph] = _Draft(renamer.term(graph), [])  # type: ignore[arg-type]
-        draft.lines.append(
-            _ntriples_line(renamer.term(quad.subject), quad.predicate, renamer.term(quad.object))
-        )
-    # Renaming is one-to-one, so grouping by the parsed name groups by the renamed one.
-    return {str(draft.name): draft for draft in drafts.values()}, stamps, starts
-
-
-def _read_timestamp(
-    quad: ox.Quad, renamer: _BlankNodeScope, stamps: dict[str, Timestamp], source: str, data: bytes
-) -> None:
-    """One timestamp triple of the default graph into `stamps` (generatedAtTime's or, for a
-    prov:startedAtTime triple, the interval starts')."""
-    subject = renamer.term(quad.subject)
-    if quad.predicate != _GENERATED_AT and quad.predicate != _STARTED_AT:
-        raise _located(
-            source,
-            data,
-            subject,
-            "the default graph may only hold prov:generatedAtTime and prov:startedAtTime triples, "
-            f"found {quad.predicate} on {quad.subject}",
-        )
-    started = quad.predicate == _STARTED_AT
-    written = _STARTED_AT_WRITTEN if started else _GENERATED_AT_WRITTEN
-    what = "interval start" if started else "timestamp"
-    value = quad.object
-    key = str(subject)
-    if not isinstance(value, ox.Literal):
-        raise _located_stamp(
-            source, data, quad.subject, f"the {what} of {key} must be a literal, not {value}", written
-        )
-    try:
-        stamp = Timestamp.from_literal(value.value, value.datatype.value)
-    except TimestampError as error:
-        raise _located_stamp(source, data, quad.subject, f"bad {what} for {key}: {error}", written) from None
-    if key in stamps and stamps[key] != stamp:
-        raise _located(source, data, quad.subject, f"event graph {key} has two {what}s")
-    stamps[key] = stamp
 
 
 _UNLABELLED = re.compile(r"[a-f][0-9a-f]{15,31}")
@@ -238,18 +96,6 @@ class _BlankNodeScope:
         return label if self.keep_labels else f"{self.prefix}x{label}"
 
 
-def _ntriples_line(subject: object, predicate: ox.NamedNode, obj: object) -> str:
-    """One triple as canonical N-Triples, byte for byte what `ox.serialize`
-    writes: terms print in N-Triples syntax, so formatting them is much
-    cheaper than building an `ox.Triple` and serialising it. A triple term
-    (RDF 1.2) object prints differently on its own, so it takes the serialiser."""
-    if isinstance(obj, ox.Triple):
-        data = ox.serialize([ox.Triple(subject, predicate, obj)], format=ox.RdfFormat.N_TRIPLES)  # type: ignore[arg-type]
-        assert data is not None  # no output file given, so the bytes are returned
-        return data.decode()
-    return f"{subject} {predicate} {obj} .\n"
-
-
 def _syntax_position(error: SyntaxError) -> tuple[int | None, int | None]:
     if error.lineno is not None:
         return error.lineno, error.offset
@@ -257,9 +103,15 @@ def _syntax_position(error: SyntaxError) -> tuple[int | None, int | None]:
     return (int(match.group(1)), int(match.group(2))) if match else (None, None)
 
 
+def syntax_error(source: str, error: SyntaxError) -> DataError:
+    """A parser's error, located where the parser says."""
+    line, column = _syntax_position(error)
+    return DataError(source, _syntax_message(error), line, column)
+
+
 def _syntax_message(error: SyntaxError) -> str:
     text = str(error.args[0]) if error.args else str(error)
-    return re.sub(r"^Parser error at line \d+ between columns \d+ and \d+: ", "", text)
+    return re.sub(r"^Parser error at line \d+ (?:between columns \d+ and \d+|column \d+): ", "", text)
 
 
 def _written(iri: str) -> str:
@@ -272,18 +124,17 @@ _GENERATED_AT_WRITTEN = _written(PROV_GENERATED_AT)
 _STARTED_AT_WRITTEN = _written(PROV_STARTED_AT)
 
 
-def _located(source: str, data: bytes, term: object, message: str) -> DataError:
+def located(source: str, data: bytes, term: object, message: str) -> DataError:
     """An error positioned at the first mention of `term` in the payload."""
     return _located_at(source, data, _term_pattern(term), message)
 
 
-def _located_stamp(
-    source: str, data: bytes, graph: object, message: str, predicate: str = _GENERATED_AT_WRITTEN
-) -> DataError:
+def located_stamp(source: str, data: bytes, graph: object, message: str, started: bool = False) -> DataError:
     """An error positioned at the triple `graph prov:generatedAtTime T` (or the `predicate` given,
     where it starts), or at the graph's first mention when that triple is not written in a way
     found here."""
     pattern = _term_pattern(graph)
+    predicate = _STARTED_AT_WRITTEN if started else _GENERATED_AT_WRITTEN
     found = _located_at(source, data, rf"{pattern}\s+{predicate}", message)
     return found if found.line is not None else _located_at(source, data, pattern, message)
 
@@ -303,7 +154,7 @@ def payload_timestamp_position(data: bytes, graph: str) -> tuple[int | None, int
     in a payload, else the graph's first mention; (None, None) for a blank node (renamed)."""
     if not graph.startswith("<"):
         return None, None
-    error = _located_stamp("", data, ox.NamedNode(graph[1:-1]), "")
+    error = located_stamp("", data, ox.NamedNode(graph[1:-1]), "")
     return error.line, error.column
 
 
@@ -344,8 +195,7 @@ def load_into(store: ox.Store, path: Path, *, graph: str | None = None) -> int:
     try:
         quads = list(ox.parse(data, format=fmt, base_iri=path.resolve().as_uri()))
     except SyntaxError as error:
-        line, column = _syntax_position(error)
-        raise DataError(str(path), _syntax_message(error), line, column) from None
+        raise syntax_error(str(path), error) from None
     scope = _BlankNodeScope(_kb_scope(path), keep_labels=True)
     store.extend(
         ox.Quad(

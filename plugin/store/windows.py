@@ -38,10 +38,10 @@ import pyoxigraph as ox
 from rsep.plugin.errors import InvalidInput
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.store.entailed import EntailedGraph, SchemaClosure, static_entailed
+from rsep.plugin.store.event_reader import read_event_file
 from rsep.plugin.store.gpm_stage import GpmEvaluator
 from rsep.plugin.store.kb import KnowledgeBase, solutions
 from rsep.plugin.store.path_tests import ScratchGraphs
-from rsep.plugin.store.rdfio import read_event_file
 from rsep.plugin.vocabulary import MATCH_IRI_PREFIX, MATCHES_GRAPH
 from rsep.plugin.windows.cep import ClauseRunner, Solution, clause_answer, read_row, window_events
 from rsep.plugin.windows.output import WindowRun, output_variables

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rsep.endpoint.cli import main
-from rsep.plugin.store.rdfio import read_event_file
+from rsep.plugin.store.event_reader import read_event_file
 from tests.paths import REPO
 
 EX = "http://example.org/"

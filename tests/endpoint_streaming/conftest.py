@@ -15,7 +15,7 @@ from flask import Flask
 from rsep.endpoint.app import create_app
 from rsep.endpoint.engines import Streaming
 from rsep.plugin.graph_events import GraphEvent
-from rsep.plugin.store.rdfio import read_event_file
+from rsep.plugin.store.event_reader import read_event_file
 from tests.paths import REPO
 
 SMART_GRID = REPO / "examples" / "smart-grid"

@@ -12,7 +12,7 @@ from bench.citybench import Repository, convert, stream_iri
 from rsep.endpoint.engines import compile_registered, is_window_registration
 from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile
 from rsep.plugin.graph_events import GraphEvent, Timestamp
-from rsep.plugin.store.rdfio import read_event_file
+from rsep.plugin.store.event_reader import read_event_file
 from rsep.plugin.windows.window_plan import WindowPlan
 from tests.cqels.test_citybench import CULTURAL_EVENTS, KB, TRAFFIC, q5_row
 from tests.csparql.citybench import END, START, citybench

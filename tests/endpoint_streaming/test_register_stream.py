@@ -16,8 +16,8 @@ from rsep.endpoint.app import create_app
 from rsep.endpoint.run_command import RunRequest, StreamFile, derive_streams, load_rules
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.service.window_runner import WindowRunner
+from rsep.plugin.store.event_reader import read_event_file
 from rsep.plugin.store.kb import KnowledgeBase
-from rsep.plugin.store.rdfio import read_event_file
 from rsep.plugin.store.windows import OxigraphWindows
 from tests.csparql.support import output
 from tests.csparql.test_register_stream import CONGESTED, EX, PRODUCER, TUMBLING

@@ -12,7 +12,7 @@ import pytest
 
 from rsep.endpoint.app import create_app
 from rsep.plugin.graph_events import GraphEvent, Timestamp
-from rsep.plugin.store.rdfio import read_event_file
+from rsep.plugin.store.event_reader import read_event_file
 from tests.csparql.support import Case, load_cases, output
 from tests.endpoint_streaming.conftest import caught_up, config, nquads_of, shut_down, wait_for
 from tests.paths import REPO

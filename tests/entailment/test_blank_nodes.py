@@ -13,9 +13,9 @@ import pytest
 from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, run
 from rsep.grammar import parse_event_query
 from rsep.plugin.compile.query_plan import compile_query
+from rsep.plugin.store.event_reader import read_event_file
 from rsep.plugin.store.gpm_stage import GpmEvaluator
 from rsep.plugin.store.kb import KnowledgeBase
-from rsep.plugin.store.rdfio import read_event_file
 
 EX = "http://ex.org/#"
 STREAM = "http://ex.org/s"

@@ -14,7 +14,7 @@ import pytest
 
 from rsep.endpoint.app import create_app
 from rsep.plugin.graph_events import GraphEvent, Timestamp
-from rsep.plugin.store.rdfio import read_event_file
+from rsep.plugin.store.event_reader import read_event_file
 from tests.endpoint_streaming.conftest import caught_up, config, nquads_of, service, shut_down, wait_for
 from tests.endpoint_streaming.test_window_queries import OTHER, read_back
 from tests.endpoint_streaming.test_window_queries import ingest as ingest_events

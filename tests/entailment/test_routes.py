@@ -19,9 +19,9 @@ from rsep.plugin.compile.query_plan import QueryPlan, compile_query
 from rsep.plugin.numbering import number_events
 from rsep.plugin.replay import Replay
 from rsep.plugin.results import Projector, jsonl_line
+from rsep.plugin.store.event_reader import read_event_file
 from rsep.plugin.store.gpm_stage import GpmEvaluator
 from rsep.plugin.store.kb import KnowledgeBase
-from rsep.plugin.store.rdfio import read_event_file
 from tests.endpoint_streaming.conftest import caught_up, nquads_of, wait_for
 from tests.entailment.support import case_query, compiled, expected, folder, manifest, request
 
