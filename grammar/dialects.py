@@ -21,6 +21,7 @@ from rsep.grammar.detection import answer, detect, read
 from rsep.grammar.dialect_spec import DialectSpec
 from rsep.grammar.parser import SparqlSyntaxError
 from rsep.plugin.algebra.events import EventQuery
+from rsep.plugin.errors import InvalidInput
 
 REGISTRY: tuple[DialectSpec, ...] = (spaseq.DIALECT, epsparql.DIALECT, csparql.DIALECT, cqels.DIALECT)
 """Every dialect rsep reads (in the order their names are listed to users; detection ignores it)."""
@@ -49,7 +50,7 @@ def parse_event_query(
 ) -> EventQuery:
     """Parse an event query of the given dialect, or of the dialect whose event syntax it uses."""
     if dialect is not None and dialect not in DIALECTS:
-        raise ValueError(f"unknown dialect {dialect!r} (known: {', '.join(DIALECTS)})")
+        raise InvalidInput(f"unknown dialect {dialect!r} (known: {', '.join(DIALECTS)})")
     if dialect is not None:
         found = answer(read(DIALECTS[dialect], text), source=source, base_iri=base_iri)
     else:
