@@ -36,12 +36,14 @@ from lark.tree import Meta
 from lark.visitors import v_args
 
 from rsep.grammar.csparql import check_window, checked_duration
+from rsep.grammar.dialect_spec import DialectSpec
 from rsep.grammar.sparql_transformer import QueryParts
 from rsep.grammar.window_forms import WindowQueryForms
 from rsep.plugin.algebra.events import (
-    CQELS,
     ConstructForm,
+    ConsumptionPolicy,
     CountWindow,
+    Dialect,
     EventJoin,
     EventPattern,
     EventQuery,
@@ -50,6 +52,7 @@ from rsep.plugin.algebra.events import (
     MatchElement,
     Negation,
     NowWindow,
+    ReportPolicy,
     SelectForm,
     SelectionStrategy,
     Sequence,
@@ -71,6 +74,14 @@ from rsep.plugin.algebra.sparql import (
     PathSequence,
     Prologue,
     Term,
+)
+
+CQELS = Dialect(
+    "cqels",
+    selection=SelectionStrategy.SKIP_TILL_ANY,
+    consumption=ConsumptionPolicy.UNRESTRICTED,
+    report=ReportPolicy.CONTENT_CHANGE,
+    interval_semantics=True,
 )
 
 
@@ -396,3 +407,24 @@ class CqelsTransformer(WindowQueryForms):
                     use.meta,
                 )
         return (*decls.values(), *by_stream.values())
+
+
+DIALECT = DialectSpec(
+    CQELS,
+    "cqels",
+    CqelsTransformer,
+    not_event_syntax=frozenset(
+        {
+            # nested paths (CQELS-CEP §3.1, nSPARQL's node tests): paths in the graph, not streams
+            "steps",
+            "path_step",
+            "inner_path",
+            "inner_alternative",
+            "inner_sequence",
+            "inner_step",
+            "tested_step",
+            "node_test",
+            "test_node",
+        }
+    ),
+)

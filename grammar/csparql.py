@@ -25,18 +25,22 @@ from lark import Token
 from lark.tree import Meta
 from lark.visitors import v_args
 
+from rsep.grammar.dialect_spec import DialectSpec
 from rsep.grammar.sparql_transformer import QueryParts, SparqlTransformer, resolve_iri
 from rsep.grammar.window_forms import WindowQueryForms
 from rsep.plugin.algebra.events import (
-    CSPARQL,
     TIMESTAMP_FUNCTION,
     ConstructForm,
+    ConsumptionPolicy,
     CountWindow,
+    Dialect,
     Duration,
     EventQuery,
     Registration,
     RegistrationKind,
+    ReportPolicy,
     SelectForm,
+    SelectionStrategy,
     SourcePosition,
     StreamDecl,
     TimeUnit,
@@ -45,6 +49,14 @@ from rsep.plugin.algebra.events import (
     WindowElement,
 )
 from rsep.plugin.algebra.sparql import IRI, Expr, FunctionCall, GroupPattern, has_scheme
+
+CSPARQL = Dialect(
+    "c-sparql",
+    selection=SelectionStrategy.SKIP_TILL_ANY,
+    consumption=ConsumptionPolicy.UNRESTRICTED,
+    report=ReportPolicy.WINDOW_CLOSE,
+    interval_semantics=False,
+)
 
 _UNITS = {
     "MS": TimeUnit.MILLISECONDS,
@@ -218,3 +230,18 @@ def check_window(transformer: SparqlTransformer, window: Window, where: Meta) ->
     are checked where they are written (`checked_duration`)."""
     if isinstance(window, CountWindow) and window.size <= 0:
         raise transformer.fail("a count window holds at least one triple", where)
+
+
+DIALECT = DialectSpec(
+    CSPARQL,
+    "csparql",
+    CsparqlTransformer,
+    not_event_syntax=frozenset(
+        {
+            "REGISTERED_NAME",  # a query's name: it stands after REGISTER QUERY|STREAM
+            # the pre-SPARQL-1.1 AGGREGATE clause, read only to be refused (write GROUP BY): no stream
+            "aggregate_clause",
+            "AGGREGATE_CLAUSE",
+        }
+    ),
+)

@@ -42,15 +42,17 @@ from lark import Token
 from lark.tree import Meta
 from lark.visitors import v_args
 
+from rsep.grammar.dialect_spec import DialectSpec
 from rsep.grammar.sparql_transformer import QueryParts, SparqlTransformer, StaticSemanticsError
 from rsep.plugin.algebra.analysis import expr_contains, expr_vars, pattern_vars
 from rsep.plugin.algebra.events import (
     DURATION_FUNCTION,
     END_TIME_FUNCTION,
-    EPSPARQL,
     START_TIME_FUNCTION,
     TIME_FUNCTIONS,
     ConstructForm,
+    ConsumptionPolicy,
+    Dialect,
     Disjunction,
     Equals,
     EqualsOptional,
@@ -64,6 +66,7 @@ from rsep.plugin.algebra.events import (
     GraphPatternEvent,
     MatchElement,
     OptionalSequence,
+    ReportPolicy,
     SelectForm,
     SelectionStrategy,
     Sequence,
@@ -98,6 +101,14 @@ from rsep.plugin.algebra.sparql import (
     TriplePattern,
     UnionPattern,
     Var,
+)
+
+EPSPARQL = Dialect(
+    "ep-sparql",
+    selection=SelectionStrategy.SKIP_TILL_ANY,
+    consumption=ConsumptionPolicy.UNRESTRICTED,
+    report=ReportPolicy.CONTENT_CHANGE,
+    interval_semantics=True,
 )
 
 _TIME_FUNCTIONS = {
@@ -603,3 +614,38 @@ def _top_level(where: GroupPattern) -> GroupPattern:
     while len(where.elements) == 1 and isinstance(where.elements[0], GroupPattern):
         where = where.elements[0]
     return where
+
+
+_OPERATORS = frozenset({"UNION", "SEQ", "EQUALS", "OPTIONALSEQ", "EQUALSOPTIONAL"})
+
+
+def _misplaced_operator(word: str) -> str | None:
+    """A binary operator followed by a group (`SEQ {`) where the grammar cannot take it: the
+    pattern before it is not a group of the same group (SPAseq and CQELS write `SEQ (`)."""
+    operator = word.upper()
+    if operator not in _OPERATORS:
+        return None
+    return (
+        f"{operator} joins two group graph patterns, {{ P1 }} {operator} {{ P2 }}: "
+        "the pattern before it must be a group in braces in the same group as the one after it (a "
+        "sub-SELECT without the WHERE keyword takes a single group: write WHERE { P1 } "
+        f"{operator} {{ P2 }})"
+    )
+
+
+DIALECT = DialectSpec(
+    EPSPARQL,
+    "epsparql",
+    EpsparqlTransformer,
+    not_event_syntax=frozenset(
+        {
+            # the paper's draft projection, `?sum / ?count AS ?average`: SPARQL's (expr AS ?v), loosely
+            "draft_projection",
+            "select_var",
+            # WHERE without braces: the contents of a group, which means the same as the group
+            "where_body",
+        }
+    ),
+    reads_plain_sparql=True,  # every SPARQL 1.1 query is an EP-SPARQL query (WWW 2011 §4.2)
+    misplaced_hint=_misplaced_operator,
+)

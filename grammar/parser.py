@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from lark import Lark, Token
+from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 from lark.lexer import PatternStr, TerminalDef
 from lark.load_grammar import FromPackageLoader, PackageResource
@@ -64,7 +64,7 @@ def _rebuild_error(
 _LOADER = FromPackageLoader(GRAMMAR_PACKAGE, ("",))
 
 
-def build_parser(grammar_text: str, start: str, *, name: str = "dialect.lark") -> Lark:
+def build_parser(grammar_text: str, start: str | tuple[str, ...], *, name: str = "dialect.lark") -> Lark:
     """An LALR parser for grammar text that lives, or could live, in grammar/ as `name`: its
     `%import .sparql11 (...)` lines resolve to the grammars of this package."""
     return Lark(
@@ -73,7 +73,7 @@ def build_parser(grammar_text: str, start: str, *, name: str = "dialect.lark") -
         lexer="contextual",
         propagate_positions=True,
         maybe_placeholders=False,
-        start=start,
+        start=start if isinstance(start, str) else list(start),
         cache=True,
         source_path=PackageResource(GRAMMAR_PACKAGE, name),
         import_paths=[_LOADER],
@@ -81,8 +81,8 @@ def build_parser(grammar_text: str, start: str, *, name: str = "dialect.lark") -
 
 
 @functools.cache
-def get_parser(grammar_name: str, start: str) -> Lark:
-    """The parser of `grammar/<grammar_name>.lark` for one start rule, built once per process
+def get_parser(grammar_name: str, start: str | tuple[str, ...]) -> Lark:
+    """The parser of `grammar/<grammar_name>.lark` for a start rule (or several), built once per process
     (lark also caches the analysed tables on disk, keyed by the grammar text)."""
     path, text = _LOADER(None, f"{grammar_name}.lark")
     return build_parser(text, start, name=path.path)
@@ -102,7 +102,14 @@ def parse_with(
     try:
         tree = parser.parse(text, start=start)
     except UnexpectedInput as error:
-        raise _syntax_error(error, text, parser, source) from None
+        raise syntax_error(error, text, parser, source) from None
+    return transform_tree(tree, transformer_factory, source=source)
+
+
+def transform_tree(
+    tree: Tree[Token], transformer_factory: Callable[[], Transformer[Token, Any]], *, source: str
+) -> Any:
+    """Transform a parse tree with a fresh transformer; static-rule errors become `SparqlSyntaxError`."""
     try:
         return transformer_factory().transform(tree)
     except VisitError as error:
@@ -137,7 +144,9 @@ def _static_error(error: StaticSemanticsError, source: str) -> SparqlSyntaxError
     return found
 
 
-def _syntax_error(error: UnexpectedInput, text: str, parser: Lark, source: str) -> SparqlSyntaxError:
+def syntax_error(error: UnexpectedInput, text: str, parser: Lark, source: str) -> SparqlSyntaxError:
+    """The `SparqlSyntaxError` for where lark stopped in `text`: what it found and what would have
+    been accepted there."""
     if isinstance(error, UnexpectedToken) and error.token.type != "$END":
         found = f"unexpected {_quote(str(error.token))}"
         line, column = error.line, error.column
@@ -278,5 +287,8 @@ __all__ = [
     "parse_query",
     "parse_update",
     "parse_with",
+    "syntax_error",
+    "terminal_base",
     "terminal_name",
+    "transform_tree",
 ]

@@ -16,10 +16,12 @@ from lark import Token
 from lark.tree import Meta
 from lark.visitors import v_args
 
+from rsep.grammar.dialect_spec import DialectSpec
 from rsep.grammar.sparql_transformer import QueryParts, SparqlTransformer, StaticSemanticsError
 from rsep.plugin.algebra.events import (
-    SPASEQ,
     Conjunction,
+    ConsumptionPolicy,
+    Dialect,
     Disjunction,
     Duration,
     EventPattern,
@@ -29,6 +31,7 @@ from rsep.plugin.algebra.events import (
     MatchElement,
     Negation,
     OptionalEvent,
+    ReportPolicy,
     SelectForm,
     SelectionStrategy,
     Sequence,
@@ -43,6 +46,14 @@ from rsep.plugin.algebra.sparql import (
     Prologue,
     SolutionModifiers,
     Var,
+)
+
+SPASEQ = Dialect(
+    "spaseq",
+    selection=SelectionStrategy.SKIP_TILL_ANY,
+    consumption=ConsumptionPolicy.UNRESTRICTED,
+    report=ReportPolicy.CONTENT_CHANGE,
+    interval_semantics=False,
 )
 
 _UNITS = {
@@ -305,3 +316,15 @@ def _modifier_name(modifiers: SolutionModifiers) -> str:
     if modifiers.order_by:
         return "ORDER BY"
     return "LIMIT or OFFSET"
+
+
+DIALECT = DialectSpec(
+    SPASEQ,
+    "spaseq",
+    SpaseqTransformer,
+    not_event_syntax=frozenset(
+        {
+            "NAME",  # a stream or GPM name: it stands after STREAM, GPM, ON or inside SEQ (...)
+        }
+    ),
+)

@@ -439,19 +439,14 @@ class Registration(Node):
 
 @dataclass(frozen=True, slots=True)
 class Dialect(Node):
-    """A dialect's defaults: data, not branches in the runtime."""
+    """A dialect's defaults: data, not branches in the runtime. The values of each dialect are
+    defined with its grammar (`DIALECT.defaults` in rsep.grammar.<dialect>)."""
 
     name: str
     selection: SelectionStrategy = SelectionStrategy.SKIP_TILL_ANY
     consumption: ConsumptionPolicy = ConsumptionPolicy.UNRESTRICTED
     report: ReportPolicy = ReportPolicy.CONTENT_CHANGE
     interval_semantics: bool = False
-
-
-SPASEQ = Dialect("spaseq")
-EPSPARQL = Dialect("ep-sparql", interval_semantics=True)
-CSPARQL = Dialect("c-sparql", report=ReportPolicy.WINDOW_CLOSE)
-CQELS = Dialect("cqels", interval_semantics=True)
 
 
 @dataclass(frozen=True, slots=True)

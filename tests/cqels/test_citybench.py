@@ -14,7 +14,7 @@ import pytest
 
 from rsep.endpoint.cli import main
 from rsep.grammar import parse_event_query
-from rsep.plugin.algebra.events import CQELS
+from rsep.grammar.cqels import CQELS
 from rsep.plugin.windows import plan_windows
 from tests.csparql.citybench import (
     START,

@@ -11,9 +11,9 @@ import pytest
 from lark.load_grammar import FromPackageLoader, PackageResource
 
 from rsep.grammar import parse_event_query
+from rsep.grammar.cqels import CQELS
 from rsep.grammar.parser import SparqlSyntaxError
 from rsep.plugin.algebra.events import (
-    CQELS,
     CountWindow,
     Duration,
     EventJoin,

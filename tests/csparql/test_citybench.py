@@ -8,7 +8,7 @@ import pyoxigraph as ox
 import pytest
 
 from rsep.grammar import parse_event_query
-from rsep.plugin.algebra.events import CSPARQL
+from rsep.grammar.csparql import CSPARQL
 from rsep.plugin.windows import plan_windows
 from tests.csparql.citybench import (
     START,

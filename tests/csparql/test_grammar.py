@@ -10,9 +10,9 @@ import pytest
 from lark.load_grammar import FromPackageLoader, PackageResource
 
 from rsep.grammar import parse_event_query
+from rsep.grammar.csparql import CSPARQL
 from rsep.grammar.parser import SparqlSyntaxError
 from rsep.plugin.algebra.events import (
-    CSPARQL,
     TIMESTAMP_FUNCTION,
     ConstructForm,
     CountWindow,

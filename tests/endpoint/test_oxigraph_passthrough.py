@@ -119,8 +119,8 @@ EVENT_SYNTAX = [
     (f"SELECT * WHERE {{ ?a <{EX}p> ?b . SEQ {{ ?c <{EX}q> ?d }} }}", "ep-sparql", "SEQ"),
     (f"SELECT * WHERE {{ ?a <{EX}p> ?b . OPTIONALSEQ {{ ?c <{EX}q> ?d }} }}", "ep-sparql", "OPTIONALSEQ"),
     (f"SELECT * WHERE {{ ?a <{EX}p> ?b OPTIONALSEQ {{ ?c <{EX}q> ?d }} }}", "ep-sparql", "OPTIONALSEQ"),
-    ("SELECT * FROM STREAM <http://s> [RANGE 1s STEP 1s] WHERE { ?s ?p ?o", "spaseq", ""),
-    ("SELECT * WHERE { STREAM <http://s> { ?s ?p ?o } }", "spaseq", "{ ?s"),
+    ("SELECT * FROM STREAM <http://s> [RANGE 1s STEP 1s] WHERE { ?s ?p ?o", "c-sparql", ""),
+    ("SELECT * WHERE { STREAM <http://s> { ?s ?p ?o } }", "cqels", "{ ?s"),
     ("REGISTER QUERY q AS SELECT * WHERE { ?s ?p ?o }", "c-sparql", "SELECT"),
 ]
 

@@ -9,8 +9,8 @@ from collections.abc import Iterable, Sequence
 
 import pyoxigraph as ox
 
+from rsep.grammar.spaseq import SPASEQ
 from rsep.plugin.algebra.events import (
-    SPASEQ,
     Duration,
     EventPattern,
     EventQuery,
