@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 import pyoxigraph as ox
 import pytest
 
-from tests.browser.conftest import Server, chromium_path
-from tests.paths import REPO
+from tests.browser.support import Server, chromium_path
+from tests.support.paths import REPO
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page

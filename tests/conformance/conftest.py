@@ -1,8 +1,9 @@
 import pytest
 
-from tests.paths import shared_data
+from tests.support.shared_data import shared_data
 
 
 @pytest.fixture
 def shared_spaseq():
-    return shared_data() / "spaseq"
+    """The SPAseq reference engine's test inputs (../shared/data/spaseq); skips without them."""
+    return shared_data("spaseq")

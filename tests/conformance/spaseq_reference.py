@@ -5,7 +5,8 @@ The engine reads N-Triples where every N consecutive triples form one event
 arrival time. We emulate its "sequence-based generation": streams are fed in
 the order of the stream file, one event per millisecond; an event carrying an
 `<http://example/occursat>` triple (the conjunction test) uses that value, in
-seconds, instead.
+seconds, instead. The inputs are in the shared data folder (../shared/data/spaseq):
+without it the tests that read them skip.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.paths import shared_data
+from tests.support.shared_data import shared_data
 
 OCCURS_AT = "<http://example/occursat>"
 
@@ -26,7 +27,7 @@ class ReferenceStream:
 
 
 def streams_of(folder: str) -> list[ReferenceStream]:
-    root = shared_data() / "spaseq" / folder
+    root = shared_data("spaseq", folder)
     (spec,) = sorted(root.glob("stream*.txt"))
     streams = []
     for line in spec.read_text().splitlines():
@@ -75,5 +76,5 @@ def write_trig(folder: str, target: Path) -> dict[str, Path]:
 
 
 def query_of(folder: str) -> Path:
-    (query,) = sorted((shared_data() / "spaseq" / folder).glob("*.q"))
+    (query,) = sorted(shared_data("spaseq", folder).glob("*.q"))
     return query

@@ -7,17 +7,15 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
 
-RSEP = Path(sys.executable).parent / "rsep"
+from tests.support.cli import FIG1, FIG1_STREAM, RSEP, assert_failure
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "spaseq"
 CASE = FIXTURES / "query1-smart-grid"
-FIG1 = FIXTURES / "fig1-strict"
-FIG1_STREAM = "http://example.org/fig1/stream"
 
 
 def manifest(folder: Path) -> dict:
@@ -38,13 +36,6 @@ def rsep(query: Path, args: list[str], cwd: Path, *extra: str) -> subprocess.Com
     """Runs in an unrelated working directory: every path is absolute."""
     command = [str(RSEP), "run", str(query), *args, "--engine", "inprocess", *extra]
     return subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=300, check=False)
-
-
-def assert_failure(result: subprocess.CompletedProcess[str], pattern: str) -> None:
-    assert result.returncode == 2, result.stderr
-    assert result.stdout == ""
-    assert result.stderr.endswith("\n") and result.stderr.count("\n") == 1, result.stderr
-    assert re.fullmatch(pattern, result.stderr.rstrip("\n")), result.stderr
 
 
 def test_jsonl_output_is_exactly_the_expected_file(tmp_path):

@@ -13,24 +13,11 @@ from pathlib import Path
 import pytest
 
 from rsep.endpoint.cli import main
-from tests.conformance.test_cli import FIG1, FIG1_STREAM, RSEP, assert_failure
+from tests.support.cli import FIG1, FIG1_STREAM, RSEP, Outcome, assert_failure, run_main
 
 PREFIXES = "PREFIX : <http://example.org/fig1/>\n"
 HEAD = PREFIXES + "SELECT *\nFROM STREAM S1 <http://example.org/fig1/stream>\n"
 DEFINITIONS = "  DEFINE GPM A ON S1 { ?a a :A }\n  DEFINE GPM B ON S1 { ?b a :B }\n"
-
-
-class Outcome:
-    def __init__(self, code: int, out: str, err: str) -> None:
-        self.returncode, self.stdout, self.stderr = code, out, err
-
-
-def run_main(capsys: pytest.CaptureFixture[str], query: Path, *extra: str) -> Outcome:
-    """`rsep run` in this process (no Spark: the compile and data errors come before it)."""
-    args = ["run", str(query), "--stream", f"{FIG1_STREAM}={FIG1 / 'stream.trig'}", "--engine", "inprocess"]
-    code = main([*args, *extra])
-    captured = capsys.readouterr()
-    return Outcome(code, captured.out, captured.err)
 
 
 def write_query(folder: Path, where: str) -> Path:

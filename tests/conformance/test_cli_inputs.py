@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rsep.endpoint.cli import main
 from rsep.endpoint.run_command import StreamFile
-from tests.conformance.test_cli import FIG1
+from tests.support.cli import FIG1
 
 EVENTS = """@prefix : <http://example.org/fig1/> .
 @prefix prov: <http://www.w3.org/ns/prov#> .

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from rsep.endpoint.cli import main
-from tests.conformance.test_cli import assert_failure
-from tests.conformance.test_cli_errors import Outcome
+from tests.support.cli import Outcome, assert_failure
 
 STREAM = "http://example.org/s1"
 EVENTS = """@prefix : <http://example.org/> .

@@ -13,7 +13,7 @@ import pytest
 
 from rsep.endpoint.cli import main
 from rsep.plugin.store.event_reader import read_event_file
-from tests.paths import REPO
+from tests.support.paths import REPO
 
 EX = "http://example.org/"
 STREAM = f"{EX}s"

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, run
-from tests.epsparql.test_fixtures import load as epsparql_fixture
-from tests.epsparql.test_fixtures import multiset
+from tests.support.epsparql_cases import load as epsparql_fixture
+from tests.support.epsparql_cases import multiset
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "spaseq"
 EPSPARQL = FIXTURES.parent / "epsparql"

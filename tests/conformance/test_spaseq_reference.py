@@ -12,6 +12,8 @@ import pytest
 from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, run
 from tests.conformance.spaseq_reference import query_of, write_trig
 
+pytestmark = pytest.mark.shared_data("spaseq")
+
 XSD = "http://www.w3.org/2001/XMLSchema#"
 EBAY = "<http://example/company#eBay>"
 GOOGLE = "<http://example/company#Google>"

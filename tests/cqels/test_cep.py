@@ -5,17 +5,14 @@ states its evaluations (content change: every event time) and the expected lines
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from rsep.endpoint.run_command import RunRequest, StreamFile, run
 from rsep.plugin.windows import WindowPlanError
-from tests.csparql.support import run_inline
+from tests.cqels.support import PREFIX, S, lines, window_query
+from tests.support.run_cases import run_inline
 
-S = "http://example.org/s"
 R = "http://example.org/r"
-PREFIX = "PREFIX : <http://example.org/>\n"
 
 
 def events(*items: tuple[float, str]) -> str:
@@ -23,27 +20,6 @@ def events(*items: tuple[float, str]) -> str:
     return "".join(
         f":e{i} {{ {body} }} :e{i} prov:generatedAtTime {t} .\n" for i, (t, body) in enumerate(items)
     )
-
-
-def window_query(seq: str, window: str = "[RANGE 10s]", select: str = "?x ?y") -> str:
-    return (
-        f"{PREFIX}SELECT {select} FROM NAMED WINDOW :w ON <{S}> {window}\n"
-        f"WHERE {{ WINDOW :w {{ SEQ({seq}) }} }}"
-    )
-
-
-def lines(folder: Path, query: str, stream: str, kb: dict[str, str] | None = None) -> list[tuple]:
-    """(evaluation time, start, end, bindings without the prefix) per line."""
-    out = run_inline(folder, query, {S: stream}, kb)
-    return [
-        (
-            line["time"],
-            line["start"],
-            line["end"],
-            {k: v.removeprefix("<http://example.org/").rstrip(">") for k, v in line["bindings"].items()},
-        )
-        for line in out
-    ]
 
 
 KV = {"x": "k", "y": "v"}

@@ -1,13 +1,12 @@
 """CityBench's CQELS queries: every file parses, and Q1-Q3 run over the first hour of the
 converted CSV streams with exactly the solutions an independent oracle computes
-(tests/csparql/citybench.py), plus counts and values checked by hand from the CSV rows.
+(tests/support/citybench.py), plus counts and values checked by hand from the CSV rows.
 Q4, Q5, Q8 and Q9 name their graph relatively (`<culturalevents>`): `rsep run` resolves it
 against the query file's address, or `--base`."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
@@ -16,20 +15,27 @@ from rsep.endpoint.cli import main
 from rsep.grammar import parse_event_query
 from rsep.grammar.cqels import CQELS
 from rsep.plugin.windows import plan_windows
-from tests.csparql.citybench import (
+from tests.support.citybench import (
+    CULTURAL_EVENTS,
     START,
+    TRAFFIC,
     Oracle,
     by_time,
     citybench,
     convert_slice,
     expected_cqels,
+    q5_row,
+    query_files,
+    query_params,
     run_rsep,
     seconds,
+    sensor_repository,
     sort_rows,
     streams_of,
 )
 
-QUERIES = sorted((citybench() / "cqels_query").glob("*.txt"))
+pytestmark = pytest.mark.shared_data("citybench")
+
 XSD_DOUBLE = "<http://www.w3.org/2001/XMLSchema#double>"
 T0 = seconds(START)
 
@@ -50,17 +56,14 @@ def outputs(files):
 
 
 def test_all_eighteen_files_are_there():
-    assert len(QUERIES) == 18
+    assert len(query_files("cqels")) == 18
 
 
 RELATIVE = {"Q4": "culturalevents", "Q5": "culturalevents", "Q8": "libraryevents", "Q9": "culturalevents"}
 """These name a graph by a relative IRI."""
-CULTURAL_EVENTS = Path(__file__).resolve().parent / "citybench" / "culturalevents.ttl"
-KB = citybench() / "dataset" / "SensorRepository.n3"
-TRAFFIC = "http://www.insight-centre.org/dataset/SampleEventService#AarhusTrafficData158505"
 
 
-@pytest.mark.parametrize("path", QUERIES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", query_params("cqels"))
 def test_every_citybench_query_parses_and_plans(path):
     """As `rsep run` reads them: relative IRIs resolve against the file's own address."""
     query = parse_event_query(path.read_text(), source=str(path), dialect="cqels", base_iri=path.as_uri())
@@ -77,39 +80,26 @@ def run_cli(capsys, *args: str) -> list[dict[str, object]]:
 
 
 def test_q5_reads_its_relative_graph_from_the_query_files_address(files, capsys):
-    """Q5 over the traffic slice, with two cultural events (tests/cqels/citybench) in the graph
+    """Q5 over the traffic slice, with two cultural events (tests/fixtures/citybench) in the graph
     <culturalevents> resolved against Q5's own file. Every reading of AarhusTrafficData158505
     (rows 3-14 of its CSV, 08:00 to 08:55) puts its CongestionLevel observation in the 3 s window;
     the concert is near the sensor's road, the fair is not (the distance FILTER)."""
-    query = (citybench() / "cqels_query" / "Q5.txt").resolve()  # rsep run resolves symbolic links
+    query = citybench("cqels_query", "Q5.txt").resolve()  # rsep run resolves symbolic links
     graph = (query.parent / "culturalevents").as_uri()
     lines = run_cli(
-        capsys, str(query), "--stream", f"{TRAFFIC}={files[TRAFFIC]}", "--kb", str(KB),
+        capsys, str(query), "--stream", f"{TRAFFIC}={files[TRAFFIC]}", "--kb", str(sensor_repository()),
         "--kb", f"{graph}={CULTURAL_EVENTS}",
     )  # fmt: skip
     assert [seconds(str(line["end"])) - T0 for line in lines] == [m * 300 for m in range(12)]
     assert [line["bindings"] for line in lines] == [q5_row(row) for row in range(3, 15)]
 
 
-def q5_row(row: int) -> dict[str, str]:
-    xsd = "http://www.w3.org/2001/XMLSchema#"
-    return {
-        "evtId": "<http://example.org/events/concert>",
-        "title": '"Concert in the park"',
-        "obId2": f"<{TRAFFIC}-{row}-CongestionLevel>",
-        "lat1": f'"56.2"^^<{xsd}decimal>',
-        "lon1": f'"10.1"^^<{xsd}decimal>',
-        "lat2": f'"56.21508593264829"^^<{xsd}double>',  # the segment's start in SensorRepository.n3
-        "lon2": f'"10.13978019262504"^^<{xsd}double>',
-    }
-
-
 def test_base_names_the_graph_base(files, capsys):
-    query = citybench() / "cqels_query" / "Q5.txt"
+    query = citybench("cqels_query", "Q5.txt")
     lines = run_cli(
         capsys, str(query), "--base", "http://example.org/citybench/",
         "--stream", f"{TRAFFIC}={files[TRAFFIC]}",
-        "--kb", str(KB), "--kb", f"http://example.org/citybench/culturalevents={CULTURAL_EVENTS}",
+        "--kb", str(sensor_repository()), "--kb", f"http://example.org/citybench/culturalevents={CULTURAL_EVENTS}",
     )  # fmt: skip
     assert [line["bindings"] for line in lines] == [q5_row(row) for row in range(3, 15)]
 
@@ -119,7 +109,7 @@ def test_the_other_relative_queries_run_to_completion(name, tmp_path, capsys):
     """CityBench's user-location and parking streams are not in ../shared/data: each stream gets one
     event that matches nothing, so the query is evaluated once (over SensorRepository.n3 and an
     empty graph <culturalevents>/<libraryevents>) and answers nothing."""
-    query = citybench() / "cqels_query" / f"{name}.txt"
+    query = citybench("cqels_query", f"{name}.txt")
     event = tmp_path / "event.trig"
     event.write_text(
         "<urn:e> { <urn:s> <urn:p> <urn:o> . }\n"
@@ -128,7 +118,7 @@ def test_the_other_relative_queries_run_to_completion(name, tmp_path, capsys):
     )
     streams = [arg for iri in streams_of(query.read_text()) for arg in ("--stream", f"{iri}={event}")]
     assert streams
-    assert run_cli(capsys, str(query), *streams, "--kb", str(KB)) == []
+    assert run_cli(capsys, str(query), *streams, "--kb", str(sensor_repository())) == []
 
 
 @pytest.mark.parametrize("name", ["Q1", "Q2", "Q3"])

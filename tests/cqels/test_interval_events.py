@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cqels.test_cep import lines, window_query
+from tests.cqels.support import lines, window_query
 
 KV = {"x": "k", "y": "v"}
 SEQ = "{?x :a ?y}, {?x :b ?y}"

@@ -10,7 +10,7 @@ from rsep.grammar import parse_event_query
 from rsep.plugin.algebra.serialize import to_sparql
 from rsep.plugin.compile.paths import NESTED_GRAPH, compile_nested_paths
 from rsep.plugin.windows import WindowPlanError, plan_windows
-from tests.csparql.support import run_inline
+from tests.support.run_cases import run_inline
 
 S = "http://example.org/s"
 PREFIX = "PREFIX : <http://example.org/>\n"

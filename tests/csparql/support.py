@@ -1,86 +1,20 @@
-"""Helpers shared by tests/csparql and tests/cqels: fixture folders run through `rsep run`'s
-code path (endpoint.replay.run, in-process) and compared exactly to hand-derived output.
-
-A fixture folder holds `query.rq`, one TriG file per stream, optional static data, a
-`manifest.json` (`description` of how the expected output was derived, `streams`: stream IRI ->
-file, `kb`: graph IRI -> file, the empty string for the default graph) and `expected.jsonl`.
-"""
+"""Helpers of the C-SPARQL tests: a stream IRI, and `rsep run` refusing a query before any event."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from pathlib import Path
 
-from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, run
+from rsep.endpoint.cli import main
+
+STREAM = "http://example.org/S"
 
 
-@dataclass(frozen=True)
-class Case:
-    folder: Path
-    description: str
-    streams: dict[str, str]
-    kb: dict[str, str]
-
-    @property
-    def name(self) -> str:
-        return self.folder.name
-
-    def request(self) -> RunRequest:
-        return RunRequest(
-            self.folder / "query.rq",
-            [StreamFile(iri, self.folder / file) for iri, file in self.streams.items()],
-            [KbFile(self.folder / file, graph or None) for graph, file in self.kb.items()],
-            engine="inprocess",
-        )
-
-    def expected(self) -> list[dict[str, object]]:
-        return parse_jsonl((self.folder / "expected.jsonl").read_text(encoding="utf-8"))
-
-
-def load_cases(root: Path) -> list[Case]:
-    cases = []
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-        cases.append(Case(folder, manifest["description"], manifest["streams"], manifest.get("kb", {})))
-    return cases
-
-
-def parse_jsonl(text: str) -> list[dict[str, object]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
-def output(request: RunRequest) -> list[dict[str, object]]:
-    return parse_jsonl(run(request).jsonl())
-
-
-def check_case(case: Case) -> None:
-    assert case.description.strip()
-    assert output(case.request()) == case.expected(), case.description
-
-
-PREAMBLE = "@prefix : <http://example.org/> .\n@prefix prov: <http://www.w3.org/ns/prov#> .\n"
-
-
-def run_inline(
-    folder: Path,
-    query: str,
-    streams: dict[str, str],
-    kb: dict[str, str] | None = None,
-    entailment: str | None = None,
-) -> list[dict[str, object]]:
-    """Write a query, TriG streams (the prefixes `:` = http://example.org/ and `prov:` are declared)
-    and Turtle KB graphs into `folder`, run them like `rsep run --engine inprocess [--entailment
-    ...]`, return the lines."""
-    (folder / "query.rq").write_text(query, encoding="utf-8")
-    files = []
-    for index, (iri, text) in enumerate(streams.items()):
-        path = folder / f"stream{index}.trig"
-        path.write_text(PREAMBLE + text, encoding="utf-8")
-        files.append(StreamFile(iri, path))
-    kb_files = []
-    for index, (graph, text) in enumerate((kb or {}).items()):
-        path = folder / f"kb{index}.ttl"
-        path.write_text(PREAMBLE + text, encoding="utf-8")
-        kb_files.append(KbFile(path, graph or None))
-    return output(RunRequest(folder / "query.rq", files, kb_files, engine="inprocess", entailment=entailment))
+def refused(capsys, tmp_path: Path, text: str) -> tuple[Path, str]:
+    """`rsep run` of `text` over a stream file that does not exist: (the query file, stderr) of a
+    refusal that came before any event was read (exit 2, nothing on stdout)."""
+    query = tmp_path / "query.rq"
+    query.write_text(text, encoding="utf-8")
+    assert main(["run", str(query), "--stream", f"{STREAM}={tmp_path / 'missing.trig'}"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    return query, err

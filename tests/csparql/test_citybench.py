@@ -1,6 +1,6 @@
 """CityBench's C-SPARQL queries: every file parses, and Q1-Q3 run over the first hour of the
 converted CSV streams with exactly the solutions an independent oracle computes
-(tests/csparql/citybench.py), plus values checked by hand from the CSV rows."""
+(tests/support/citybench.py), plus values checked by hand from the CSV rows."""
 
 from __future__ import annotations
 
@@ -10,19 +10,21 @@ import pytest
 from rsep.grammar import parse_event_query
 from rsep.grammar.csparql import CSPARQL
 from rsep.plugin.windows import plan_windows
-from tests.csparql.citybench import (
+from tests.support.citybench import (
     START,
     Oracle,
     by_time,
-    citybench,
     convert_slice,
     expected_csparql,
+    query_files,
+    query_params,
     run_rsep,
     seconds,
     sort_rows,
 )
 
-QUERIES = sorted((citybench() / "csparql_query").glob("*.txt"))
+pytestmark = pytest.mark.shared_data("citybench")
+
 XSD_DOUBLE = "<http://www.w3.org/2001/XMLSchema#double>"
 T0 = seconds(START)
 
@@ -43,10 +45,10 @@ def outputs(files):
 
 
 def test_all_nineteen_files_are_there():
-    assert len(QUERIES) == 19
+    assert len(query_files("c-sparql")) == 19
 
 
-@pytest.mark.parametrize("path", QUERIES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", query_params("c-sparql"))
 def test_every_citybench_query_parses_and_plans(path):
     query = parse_event_query(path.read_text(), source=str(path), dialect="c-sparql")
     assert query.dialect == CSPARQL and query.streams

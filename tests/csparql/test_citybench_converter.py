@@ -1,6 +1,6 @@
 """bench.citybench's CSV -> SSN/SAO mapping checked against CityBench's annotation rules, built
 here straight from the CSV text, independently of the converter (which the CityBench oracle in
-tests/csparql/citybench.py shares with rsep, so it cannot check the mapping itself).
+tests/support/citybench.py shares with rsep, so it cannot check the mapping itself).
 
 The rules are CityBench's stream annotators, `DataWrapper.get*Observation` and
 `DataWrapper.get*Statements` (CityBench's `src/org/insight_centre/aceis/io/streams/DataWrapper.java`),
@@ -35,8 +35,10 @@ import pyoxigraph as ox
 import pytest
 
 from bench.citybench import Repository, convert
-from tests.csparql.citybench import citybench
-from tests.paths import REPO
+from tests.support.citybench import citybench
+from tests.support.paths import REPO
+
+pytestmark = pytest.mark.shared_data("citybench")
 
 SAMPLE = "http://www.insight-centre.org/dataset/SampleEventService#"
 SSN = "http://purl.oclc.org/NET/ssnx/ssn#"

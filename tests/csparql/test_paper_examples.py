@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.csparql.support import check_case, load_cases
+from tests.support.run_cases import check_case, load_cases
 
 CASES = load_cases(Path(__file__).resolve().parent / "fixtures")
 

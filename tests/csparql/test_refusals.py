@@ -12,7 +12,7 @@ import pytest
 from rsep.grammar import parse_event_query
 from rsep.plugin.algebra.events import Duration, SourcePosition, TimeUnit, TimeWindow
 from rsep.plugin.windows import WindowPlanError, plan_windows
-from tests.csparql.test_runtime import STREAM, refused
+from tests.csparql.support import STREAM, refused
 
 PREFIX = "PREFIX : <http://example.org/>\n"
 ROUNDS = (

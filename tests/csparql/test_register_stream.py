@@ -13,21 +13,10 @@ import pytest
 from rsep.endpoint.cli import main
 from rsep.grammar import parse_event_query
 from rsep.plugin.algebra.events import RegistrationKind
+from tests.support.congested_roads import CONGESTED, EX, PRODUCER, TUMBLING
 
-TUMBLING = Path(__file__).resolve().parent / "fixtures" / "construct-tumbling"
 CARS = f"http://example.org/cars={TUMBLING / 'cars.trig'}"
-EX = "http://example.org/"
-CONGESTED = f"{EX}CongestedRoads"
 INTEGER = "<http://www.w3.org/2001/XMLSchema#integer>"
-PRODUCER = f"""REGISTER STREAM <{CONGESTED}> AS
-PREFIX : <{EX}>
-CONSTRUCT {{ ?road :congestedWith ?n }}
-FROM STREAM <{EX}cars> [RANGE 10s TUMBLING]
-WHERE {{
-  {{ SELECT ?road (COUNT(?car) AS ?n) WHERE {{ ?car :on ?road }} GROUP BY ?road HAVING (COUNT(?car) >= 2) }}
-}}
-"""
-"""construct-tumbling's query, registered under an IRI: r1 congestedWith 2 at 10, r2 at 20."""
 READS_CONGESTED = f"SELECT ?s FROM STREAM <{CONGESTED}> [RANGE 1s STEP 1s] WHERE {{ ?s ?p ?o }}"
 
 

@@ -15,11 +15,11 @@ from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.windows import plan_windows
 from rsep.plugin.windows.window_functions import to_ticks
 from rsep.plugin.windows.window_replay import Answer, WindowReplay
-from tests.csparql.support import output
+from tests.csparql.support import STREAM, refused
+from tests.support.run_cases import output
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CARS = FIXTURES / "cars-turning"
-STREAM = "http://example.org/S"
 
 
 def event(t: float, *objects: str) -> GraphEvent:
@@ -135,17 +135,6 @@ def test_a_missing_stream_is_an_error(capsys):
     args = ["run", str(CARS / "query.rq"), "--engine", "inprocess"]
     assert main(args) == 2
     assert "no events given for stream <http://streams.org/citycameras.trdf>" in capsys.readouterr().err
-
-
-def refused(capsys, tmp_path: Path, text: str) -> tuple[Path, str]:
-    """`rsep run` of `text` over a stream file that does not exist: (the query file, stderr) of a
-    refusal that came before any event was read (exit 2, nothing on stdout)."""
-    query = tmp_path / "query.rq"
-    query.write_text(text, encoding="utf-8")
-    assert main(["run", str(query), "--stream", f"{STREAM}={tmp_path / 'missing.trig'}"]) == 2
-    out, err = capsys.readouterr()
-    assert out == ""
-    return query, err
 
 
 def test_rsep_run_locates_a_trailing_values_at_its_keyword(capsys, tmp_path):

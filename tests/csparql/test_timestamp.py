@@ -10,7 +10,7 @@ import pytest
 from rsep.grammar import parse_event_query
 from rsep.plugin.windows import WindowPlanError, plan_windows
 from rsep.plugin.windows.timestamp import LATEST_FUNCTION, LATEST_IN_FUNCTION
-from tests.csparql.support import run_inline
+from tests.support.run_cases import run_inline
 
 S1, S2 = "http://example.org/s1", "http://example.org/s2"
 PREFIX = "PREFIX : <http://example.org/> PREFIX xsd: <http://www.w3.org/2001/XMLSchema#>\n"

@@ -22,8 +22,8 @@ from rdflib.plugins.stores.sparqlstore import SPARQLStore, SPARQLUpdateStore
 from SPARQLWrapper import CSV, JSON, POST, TURTLE, XML, SPARQLWrapper
 from SPARQLWrapper.SPARQLExceptions import QueryBadFormed
 
-from tests.endpoint.conftest import free_port
-from tests.paths import REPO
+from tests.support.paths import REPO
+from tests.support.servers import free_port
 
 pytestmark = pytest.mark.e2e
 

@@ -24,8 +24,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from rsep.endpoint.resources import resources
-from tests.endpoint.conftest import Manifest, ProtocolTest, manifest_tests, require, run_exchanges
-from tests.paths import shared_data
+from tests.endpoint.w3c_manifests import Manifest, ProtocolTest, manifest_tests, run_exchanges
+from tests.support.shared_data import shared_data
 
 SUITE = ("w3c-sparql11", "graph-store-protocol")
 MANIFESTS = [(*SUITE, "manifest-indirect.ttl"), (*SUITE, "manifest-direct.ttl")]
@@ -35,13 +35,12 @@ SKIPS: dict[str, str] = {}
 
 def included_manifests() -> list[str]:
     """The file names manifest.ttl includes (mf:include), to notice a manifest added upstream."""
-    manifest = Manifest(shared_data().joinpath(*SUITE, "manifest.ttl"))
+    manifest = Manifest(shared_data(*SUITE, "manifest.ttl"))
     return sorted(path.name for path in manifest.includes())
 
 
 @pytest.mark.parametrize("test", [test for parts in MANIFESTS for test in manifest_tests(*parts)])
-def test_w3c_graph_store_protocol(client: FlaskClient, test: ProtocolTest | None) -> None:
-    test = require(test, *SUITE)
+def test_w3c_graph_store_protocol(client: FlaskClient, test: ProtocolTest) -> None:
     if test.name in SKIPS:
         pytest.skip(SKIPS[test.name])
     run_exchanges(client, test, prefix=("/gsp", "/store"))

@@ -18,7 +18,7 @@ from flask.testing import FlaskClient
 
 from rsep.grammar import SparqlSyntaxError, parse_event_query, parse_query
 from rsep.grammar.dialects import event_syntax
-from tests.paths import REPO
+from tests.support.paths import REPO
 
 EX = "http://example.org/"
 SMART_GRID_QUERY = (REPO / "examples" / "smart-grid" / "query.rq").read_text()

@@ -18,7 +18,7 @@ from rsep.endpoint.negotiation import MediaRange, parse_accept
 from rsep.endpoint.resources import resources
 from rsep.endpoint.sparql_protocol import with_using_clauses
 from rsep.plugin.store.sparql_service import GRAPH_MEDIA_TYPES, RESULT_MEDIA_TYPES, Dataset
-from tests.paths import REPO
+from tests.support.paths import REPO
 
 EX = "http://example.org/"
 SELECT_ALL = "SELECT ?s ?p ?o WHERE { ?s ?p ?o }"

@@ -17,7 +17,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from rsep.endpoint.resources import resources
-from tests.endpoint.conftest import ProtocolTest, manifest_tests, require, run_exchanges
+from tests.endpoint.w3c_manifests import ProtocolTest, manifest_tests, run_exchanges
 
 MANIFEST = ("w3c-sparql11", "protocol", "manifest.ttl")
 SKIPS: dict[str, str] = {}
@@ -33,14 +33,14 @@ def load_graph_data(app: Flask, test: ProtocolTest) -> None:
 
 
 @pytest.mark.parametrize("test", manifest_tests(*MANIFEST))
-def test_w3c_protocol(app: Flask, client: FlaskClient, test: ProtocolTest | None) -> None:
-    test = require(test, *MANIFEST)
+def test_w3c_protocol(app: Flask, client: FlaskClient, test: ProtocolTest) -> None:
     if test.name in SKIPS:
         pytest.skip(SKIPS[test.name])
     load_graph_data(app, test)
     run_exchanges(client, test, prefix=("/sparql/", "/sparql/"))
 
 
+@pytest.mark.shared_data(*MANIFEST)
 def test_manifest_is_read_whole() -> None:
     """A reader bug must not shrink the suite: the manifest lists 34 tests, each with requests."""
     tests = [param.values[0] for param in manifest_tests(*MANIFEST)]

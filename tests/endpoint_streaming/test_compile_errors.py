@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.endpoint_streaming.conftest import caught_up, service, wait_for
+from tests.support.streaming_endpoint import caught_up, service, wait_for
 
 QUERY = """PREFIX : <http://example.org/>
 SELECT *

@@ -7,9 +7,8 @@ from __future__ import annotations
 import re
 
 from rsep.plugin.graph_events import GraphEvent, Timestamp
-from tests.endpoint_streaming.conftest import caught_up, wait_for
-from tests.endpoint_streaming.test_register_stream import at, ingest_each, logged, registered
-from tests.endpoint_streaming.test_window_queries import evaluation_graphs, nt, read_back, sparql
+from tests.endpoint_streaming.support import at, ingest_each, logged, registered
+from tests.support.streaming_endpoint import caught_up, evaluation_graphs, nt, read_back, sparql, wait_for
 
 EX = "http://ex.org/"
 STREAM = f"{EX}s"

@@ -4,8 +4,7 @@ SEQ: the first element ends strictly before the second starts), as `rsep run` do
 
 from __future__ import annotations
 
-from tests.endpoint_streaming.conftest import caught_up, service, wait_for
-from tests.endpoint_streaming.test_window_queries import nt, number, register, sparql
+from tests.support.streaming_endpoint import caught_up, nt, number, register, service, sparql, wait_for
 
 PREFIX = "@prefix : <http://example.org/> .\n@prefix prov: <http://www.w3.org/ns/prov#> .\n"
 EVENTS = (

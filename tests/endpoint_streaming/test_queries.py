@@ -5,17 +5,8 @@ from __future__ import annotations
 import gc
 
 from rsep.endpoint.app import create_app
-from tests.endpoint_streaming.conftest import (
-    SMART_GRID,
-    caught_up,
-    config,
-    load_kb,
-    nquads_of,
-    service,
-    shut_down,
-    smart_grid_events,
-    wait_for,
-)
+from tests.support.smart_grid import SMART_GRID, load_kb, smart_grid_events
+from tests.support.streaming_endpoint import caught_up, config, nquads_of, service, shut_down, wait_for
 
 QUERY = (SMART_GRID / "query.rq").read_text()
 STREAMS = [

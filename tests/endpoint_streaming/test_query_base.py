@@ -6,6 +6,8 @@ compiles the same after a restart."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bench.citybench import Repository, convert, stream_iri
@@ -14,14 +16,13 @@ from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.store.event_reader import read_event_file
 from rsep.plugin.windows.window_plan import WindowPlan
-from tests.cqels.test_citybench import CULTURAL_EVENTS, KB, TRAFFIC, q5_row
-from tests.csparql.citybench import END, START, citybench
-from tests.csparql.support import output
-from tests.endpoint_streaming.conftest import caught_up, service, wait_for
-from tests.endpoint_streaming.test_window_queries import OTHER, ordered, read_back, register
+from tests.support.citybench import CULTURAL_EVENTS, END, START, TRAFFIC, citybench, q5_row, sensor_repository
+from tests.support.run_cases import output
+from tests.support.streaming_endpoint import OTHER, caught_up, ordered, read_back, register, service, wait_for
+
+pytestmark = pytest.mark.shared_data("citybench")
 
 BASE = "http://example.org/citybench/"
-Q5 = citybench() / "cqels_query" / "Q5.txt"
 XSD_DATE_TIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 LATER = GraphEvent(
     OTHER, "<http://example.org/tick>", Timestamp.from_literal("2014-08-02T00:00:00", XSD_DATE_TIME), ""
@@ -29,11 +30,16 @@ LATER = GraphEvent(
 """After every reading of the slice: it makes every evaluation final."""
 
 
+def q5() -> Path:
+    """CityBench's CQELS Q5 (../shared/data/citybench)."""
+    return citybench("cqels_query", "Q5.txt")
+
+
 def test_a_relative_iri_without_a_base_is_a_400_at_the_iri(app):
     client = app.test_client()
     response = client.post(
         "/queries",
-        data=Q5.read_text(),
+        data=q5().read_text(),
         content_type="application/sparql-query",
         headers={"Accept": "application/json"},
     )
@@ -47,7 +53,7 @@ def test_a_relative_iri_without_a_base_is_a_400_at_the_iri(app):
 @pytest.mark.parametrize("base", ["citybench/", "http://example.org/a b/"])
 def test_a_base_that_is_not_an_absolute_iri_is_a_400_naming_it(app, base):
     """Checked as Oxigraph checks IRIs: a space would make stream IRIs no POST /streams accepts."""
-    response = register(app.test_client(), Q5.read_text(), base=base)
+    response = register(app.test_client(), q5().read_text(), base=base)
     assert (response.status_code, response.get_data(as_text=True)) == (
         400,
         f"base: expected an absolute IRI, got {base!r}\n",
@@ -57,17 +63,17 @@ def test_a_base_that_is_not_an_absolute_iri_is_a_400_naming_it(app, base):
 def test_q5_with_a_base_answers_what_rsep_run_base_prints(app, tmp_path):
     graph = BASE + "culturalevents"
     kb = app.extensions["rsep"].kb
-    kb.load(KB)
+    kb.load(sensor_repository())
     kb.load(CULTURAL_EVENTS, graph=graph)
     client = app.test_client()
-    response = register(client, Q5.read_text(), base=BASE)
+    response = register(client, q5().read_text(), base=BASE)
     assert response.status_code == 201, response.get_data(as_text=True)
     query = response.json
     traffic = tmp_path / "traffic.trig"
     name = TRAFFIC.rsplit("#", 1)[1]
     assert stream_iri(name) == TRAFFIC
-    repository = Repository.load(citybench() / "dataset")
-    traffic.write_text(convert(citybench() / "streams" / f"{name}.stream", repository, start=START, end=END))
+    repository = Repository.load(citybench("dataset"))
+    traffic.write_text(convert(citybench("streams", f"{name}.stream"), repository, start=START, end=END))
     events = read_event_file(traffic, TRAFFIC, scope="s0")
     for event in [*events, LATER]:  # the stream IRI has a fragment: sent URL-encoded
         answer = client.post(
@@ -80,9 +86,9 @@ def test_q5_with_a_base_answers_what_rsep_run_base_prints(app, tmp_path):
     wait_for(caught_up(app))
     expected = output(
         RunRequest(
-            Q5,
+            q5(),
             [StreamFile(TRAFFIC, traffic)],
-            [KbFile(KB), KbFile(CULTURAL_EVENTS, graph)],
+            [KbFile(sensor_repository()), KbFile(CULTURAL_EVENTS, graph)],
             engine="inprocess",
             base=BASE,
         )

@@ -14,16 +14,18 @@ import pytest
 
 from rsep.endpoint.app import create_app
 from rsep.endpoint.run_command import RunRequest, StreamFile, derive_streams, load_rules
-from rsep.plugin.graph_events import GraphEvent, Timestamp
+from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.service.window_runner import WindowRunner
 from rsep.plugin.store.event_reader import read_event_file
 from rsep.plugin.store.kb import KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows
-from tests.csparql.support import output
-from tests.csparql.test_register_stream import CONGESTED, EX, PRODUCER, TUMBLING
-from tests.endpoint_streaming.conftest import caught_up, config, service, shut_down, wait_for
-from tests.endpoint_streaming.test_window_queries import (
+from tests.endpoint_streaming.support import at, ingest_each, logged, post, registered
+from tests.support.congested_roads import CONGESTED, EX, PRODUCER, TUMBLING
+from tests.support.run_cases import output
+from tests.support.streaming_endpoint import (
     OTHER,
+    caught_up,
+    config,
     evaluation_graphs,
     later_event,
     nt,
@@ -31,7 +33,10 @@ from tests.endpoint_streaming.test_window_queries import (
     ordered,
     read_back,
     register,
+    service,
+    shut_down,
     sparql,
+    wait_for,
 )
 
 CARS = f"{EX}cars"
@@ -59,36 +64,6 @@ WHERE {{ {{ SELECT (COUNT(?car) AS ?n) WHERE {{ ?car :on ?road }} }} }}"""
 def cars() -> list[GraphEvent]:
     """Cars on r1 at 1, 3 and 21, on r2 at 4, 12 and 15: PRODUCER derives r1 at 10, r2 at 20."""
     return read_event_file(TUMBLING / "cars.trig", CARS, scope="s0")
-
-
-def post(client, event: GraphEvent, stream: str | None = None):
-    return client.post(
-        f"/streams?stream={stream or event.stream}", data=event.nquads(), content_type="application/n-quads"
-    )
-
-
-def ingest_each(client, events: list[GraphEvent]) -> list[dict]:
-    """One request per event; the answers."""
-    answers = []
-    for event in events:
-        response = post(client, event)
-        assert response.status_code == 202, response.get_data(as_text=True)
-        answers.append(response.json)
-    return answers
-
-
-def registered(client, text: str) -> dict:
-    response = register(client, text)
-    assert response.status_code == 201, response.get_data(as_text=True)
-    return response.json
-
-
-def logged(app, stream: str) -> list[tuple[str, str, str]]:
-    """The log's events of `stream`: (graph name, time, triples)."""
-    log = service(app).log
-    return [
-        (r.event.name, r.event.time.lexical, r.event.ntriples) for r in log.read() if r.event.stream == stream
-    ]
 
 
 def rule_events(folder: Path, rules: list[str], streams: dict[str, list[GraphEvent]]) -> dict:
@@ -137,10 +112,6 @@ def read_matches(client, query_iri: str) -> list[dict]:
         record = {"start": number(row["start"]), "end": number(row["end"]), "bindings": {}}
         matches.setdefault(row["g"]["value"], record)["bindings"][row["name"]["value"]] = nt(row["value"])
     return ordered(list(matches.values()))
-
-
-def at(t: int, stream: str = OTHER, name: str = "tick") -> GraphEvent:
-    return GraphEvent(stream, f"<{EX}{name}{t}>", Timestamp(float(t), str(t), True), "")
 
 
 # --------------------------------------------------------------------------- consumers

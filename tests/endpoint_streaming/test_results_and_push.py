@@ -6,25 +6,15 @@ from __future__ import annotations
 
 import gc
 import json
-import random
 import time
 
 from rsep.endpoint.app import create_app
 from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, run
 from rsep.plugin.service.match_graphs import match_iri
 from rsep.plugin.service.runner import load_state
-from tests.endpoint_streaming.conftest import (
-    SMART_GRID,
-    SMART_GRID_STREAMS,
-    caught_up,
-    config,
-    load_kb,
-    nquads_of,
-    service,
-    smart_grid_events,
-    wait_for,
-)
-from tests.service.support import OTHER, QUERIES, S1, S2, event, plan_of, reference
+from tests.support.events import QUERIES, plan_of, reference, synthetic_events
+from tests.support.smart_grid import SMART_GRID, SMART_GRID_STREAMS, load_kb, smart_grid_events
+from tests.support.streaming_endpoint import caught_up, config, nquads_of, service, wait_for
 
 QUERY = (SMART_GRID / "query.rq").read_text()
 RS = "PREFIX rs: <http://www.w3.org/2001/sw/DataAccess/tests/result-set#>\n"
@@ -156,18 +146,6 @@ def test_deleting_a_query_ends_its_event_streams(app):
 
 
 # --------------------------------------------------------------------------- crash and restart
-
-
-def synthetic_events(count: int, seed: int = 7):
-    """Events for QUERIES["any"] (SEQ (A : C), ?v2 > ?v1) with shared timestamps."""
-    rng = random.Random(seed)
-    out, t = [], 0
-    for i in range(count):
-        t += rng.choice([0, 1, 1, 2])
-        stream = rng.choice([S1, S1, S1, S2, OTHER])
-        kind = rng.choice(["a", "c"]) if stream == S1 else "b"
-        out.append(event(t, f"e{i}", stream, rng.choice(["k1", "k2"]), kind, rng.randint(0, 4)))
-    return out
 
 
 def test_a_crashed_endpoint_resumes_and_finds_the_rest_exactly_once(data_dir, make_app):

@@ -15,10 +15,9 @@ from rsep.endpoint.app import DEFAULTS
 from rsep.endpoint.cli import build_parser
 from rsep.endpoint.engines import ENGINES
 from rsep.endpoint.settings import ENGINE_NAMES, SETTINGS, configuration
-from tests.endpoint_streaming.test_results_and_push import synthetic_events
-from tests.endpoint_streaming.test_serve import Listener, Server, expected, post_events
-from tests.paths import REPO
-from tests.service.support import QUERIES
+from tests.support.events import QUERIES, synthetic_events
+from tests.support.paths import REPO
+from tests.support.servers import Listener, Server, expected, post_events
 
 
 def serve_options(*argv: str):

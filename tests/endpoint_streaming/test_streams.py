@@ -7,7 +7,7 @@ import gc
 from datetime import UTC, datetime
 
 from rsep.endpoint.app import create_app
-from tests.endpoint_streaming.conftest import config, service, shut_down
+from tests.support.streaming_endpoint import config, service, shut_down
 
 STREAM = "http://example.org/sensors"
 PROV = "<http://www.w3.org/ns/prov#generatedAtTime>"

@@ -13,25 +13,26 @@ import pytest
 from rsep.endpoint.app import create_app
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.store.event_reader import read_event_file
-from tests.csparql.support import Case, load_cases, output
-from tests.endpoint_streaming.conftest import caught_up, config, nquads_of, shut_down, wait_for
-from tests.paths import REPO
+from tests.support.paths import REPO
+from tests.support.run_cases import Case, load_cases, output
+from tests.support.streaming_endpoint import (
+    OTHER,
+    caught_up,
+    config,
+    evaluation_graphs,
+    ingest,
+    later_event,
+    ordered,
+    read_back,
+    register,
+    shut_down,
+    wait_for,
+)
 
 CSPARQL = {case.name: case for case in load_cases(REPO / "tests" / "csparql" / "fixtures")}
 CQELS = {case.name: case for case in load_cases(REPO / "tests" / "cqels" / "fixtures")}
-OTHER = "http://example.org/another-stream"
-PREFIXES = """PREFIX rs: <http://www.w3.org/2001/sw/DataAccess/tests/result-set#>
-PREFIX rsep: <https://w3id.org/rsep#>
-PREFIX prov: <http://www.w3.org/ns/prov#>
-"""
-NUMBERS = {"integer": int, "decimal": float, "double": float}
 WINDOW_QUERY = """REGISTER QUERY q AS SELECT (COUNT(?s) AS ?n)
 FROM STREAM <http://ex.org/s> [RANGE 10s STEP 5s] WHERE { ?s ?p ?o }"""
-
-
-def register(client, text: str, **args: str):
-    response = client.post("/queries", data=text, content_type="application/sparql-query", query_string=args)
-    return response
 
 
 def load_case_kb(app, case: Case) -> None:
@@ -47,80 +48,6 @@ def case_events(case: Case) -> list[GraphEvent]:
         for e in read_event_file(case.folder / file, iri, scope=f"s{index}")
     ]
     return sorted(events, key=lambda e: e.time.seconds)
-
-
-def later_event(after: list[GraphEvent]) -> GraphEvent:
-    """An event on a stream no query reads, after every other: it makes every evaluation final."""
-    t = max(e.time.seconds for e in after) + 100_000
-    return GraphEvent(OTHER, "<http://example.org/tick>", Timestamp(t, str(int(t)), True), "")
-
-
-def ingest(client, events: list[GraphEvent]) -> None:
-    for e in events:
-        response = client.post(
-            f"/streams?stream={e.stream}", data=nquads_of(e), content_type="application/n-quads"
-        )
-        assert response.status_code == 202, response.get_data(as_text=True)
-
-
-def sparql(client, query: str) -> list[dict]:
-    response = client.post(
-        "/sparql", data=PREFIXES + query, content_type="application/sparql-query",
-        headers={"Accept": "application/sparql-results+json"},
-    )  # fmt: skip
-    assert response.status_code == 200, response.get_data(as_text=True)
-    return response.json["results"]["bindings"]
-
-
-def nt(term: dict) -> str:
-    """A SPARQL JSON term as N-Triples, as `rsep run` prints bindings."""
-    value = term["value"]
-    if term["type"] == "uri":
-        return f"<{value}>"
-    if term["type"] == "bnode":
-        return f"_:{value}"
-    text = json.dumps(value, ensure_ascii=False)
-    if "xml:lang" in term:
-        return f"{text}@{term['xml:lang']}"
-    datatype = term.get("datatype", "http://www.w3.org/2001/XMLSchema#string")
-    return text if datatype.endswith("#string") else f"{text}^^<{datatype}>"
-
-
-def number(term: dict) -> object:
-    kind = term.get("datatype", "").rsplit("#", 1)[-1]
-    return NUMBERS[kind](term["value"]) if kind in NUMBERS else term["value"]
-
-
-def read_back(client, query_iri: str) -> list[dict]:
-    """Every solution of every evaluation graph of a query, as `rsep run --format jsonl` lines."""
-    rows = sparql(
-        client,
-        f"""SELECT ?g ?time ?start ?end ?solution ?name ?value WHERE {{
-  GRAPH <urn:rsep:matches> {{ ?g prov:wasGeneratedBy <{query_iri}> ; a rsep:Match ;
-                              rsep:time ?time ; rsep:start ?start ; rsep:end ?end }}
-  GRAPH ?g {{ [] a rs:ResultSet ; rs:solution ?solution .
-             OPTIONAL {{ ?solution rs:binding [ rs:variable ?name ; rs:value ?value ] }} }}
-}}""",
-    )
-    solutions: dict[tuple[str, str], dict] = {}
-    for row in rows:
-        key = (row["g"]["value"], row["solution"]["value"])
-        record = {"time": number(row["time"]), "start": number(row["start"]), "end": number(row["end"])}
-        found = solutions.setdefault(key, {**record, "bindings": {}})
-        if "name" in row:
-            found["bindings"][row["name"]["value"]] = nt(row["value"])
-    return ordered([{k: v for k, v in s.items() if k != "time"} for s in solutions.values()])
-
-
-def ordered(records: list[dict]) -> list[dict]:
-    return sorted(records, key=lambda r: json.dumps(r, sort_keys=True))
-
-
-def evaluation_graphs(client, query_iri: str) -> list[str]:
-    rows = sparql(
-        client, f"SELECT ?g WHERE {{ GRAPH <urn:rsep:matches> {{ ?g prov:wasGeneratedBy <{query_iri}> }} }}"
-    )
-    return sorted(r["g"]["value"] for r in rows)
 
 
 @pytest.mark.parametrize(

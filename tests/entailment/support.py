@@ -17,7 +17,7 @@ from rsep.plugin.numbering import number_events
 from rsep.plugin.replay import Replay
 from rsep.plugin.results import Projector, jsonl_line
 from rsep.plugin.store.gpm_stage import GpmEvaluator
-from tests.paths import FIXTURES
+from tests.support.paths import FIXTURES
 
 CASES_DIR = FIXTURES / "entailment"
 NFA_CASES = [

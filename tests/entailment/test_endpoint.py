@@ -15,10 +15,18 @@ import pytest
 from rsep.endpoint.app import create_app
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.store.event_reader import read_event_file
-from tests.endpoint_streaming.conftest import caught_up, config, nquads_of, service, shut_down, wait_for
-from tests.endpoint_streaming.test_window_queries import OTHER, read_back
-from tests.endpoint_streaming.test_window_queries import ingest as ingest_events
 from tests.entailment.support import folder
+from tests.support.streaming_endpoint import (
+    OTHER,
+    caught_up,
+    config,
+    nquads_of,
+    read_back,
+    service,
+    shut_down,
+    wait_for,
+)
+from tests.support.streaming_endpoint import ingest as ingest_events
 
 CASE = folder("update")
 STREAM = "http://example.org/org/people"

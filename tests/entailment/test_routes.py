@@ -22,8 +22,8 @@ from rsep.plugin.results import Projector, jsonl_line
 from rsep.plugin.store.event_reader import read_event_file
 from rsep.plugin.store.gpm_stage import GpmEvaluator
 from rsep.plugin.store.kb import KnowledgeBase
-from tests.endpoint_streaming.conftest import caught_up, nquads_of, wait_for
 from tests.entailment.support import case_query, compiled, expected, folder, manifest, request
+from tests.support.streaming_endpoint import caught_up, nquads_of, wait_for
 
 M = "http://example.org/milan#"
 CASE = "routes"

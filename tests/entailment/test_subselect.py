@@ -15,9 +15,8 @@ from dataclasses import replace
 import pytest
 
 from rsep.endpoint.run_command import run
-from tests.conformance.test_cli import assert_failure
-from tests.conformance.test_cli_errors import run_main
 from tests.entailment.support import request
+from tests.support.cli import assert_failure, run_main
 
 HEAD = """PREFIX : <http://example.org/org#>
 SELECT *

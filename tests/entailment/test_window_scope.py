@@ -14,7 +14,7 @@ from rsep.grammar import parse_event_query
 from rsep.plugin.store.kb import KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows
 from rsep.plugin.windows import plan_windows
-from tests.csparql.support import run_inline
+from tests.support.run_cases import run_inline
 
 S = "http://example.org/s"
 SUBCLASS = "<http://www.w3.org/2000/01/rdf-schema#subClassOf>"

@@ -1,10 +1,13 @@
-"""Hypothesis strategies: small streams and EP-SPARQL patterns over a tiny vocabulary."""
+"""Hypothesis strategies: small streams and EP-SPARQL patterns over a tiny vocabulary, and the
+settings the property tests run them with (`fast`, scaled by RSEP_EPSPARQL_SCALE)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from tests.epsparql.harness import Event
@@ -29,6 +32,20 @@ VARIABLES = ["?x", "?y", "?z", "?w"]
 
 TEMPORAL_OPS = ["JOIN", "SEQ", "EQUALS", "UNION", "OPTIONALSEQ", "EQUALSOPTIONAL", "OPTIONAL"]
 SPARQL_OPS = ["JOIN", "UNION", "OPTIONAL"]
+
+SCALE = float(os.environ.get("RSEP_EPSPARQL_SCALE", "1"))
+"""Multiplies every example count; any other value than 1 also draws fresh random
+examples instead of the fixed (derandomized) ones, for a deeper search."""
+
+
+def fast(examples: int) -> settings:
+    return settings(
+        max_examples=max(1, int(examples * SCALE)),
+        deadline=None,
+        derandomize=SCALE == 1,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
 
 
 def triples() -> st.SearchStrategy[tuple[str, str, str]]:

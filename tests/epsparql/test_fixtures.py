@@ -14,100 +14,20 @@ checked separately (detection order: non-decreasing end).
 
 from __future__ import annotations
 
-import json
 import re
-from collections import Counter
-from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
 from rsep.endpoint.cli import main
-from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, run
-from rsep.plugin.algebra.events import ConsumptionPolicy
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "epsparql"
-
-
-@dataclass(frozen=True)
-class Case:
-    folder: Path
-    manifest: dict[str, object]
-
-    @property
-    def name(self) -> str:
-        return self.folder.name
-
-    @property
-    def streams(self) -> dict[str, str]:
-        return dict(self.manifest["streams"])  # type: ignore[call-overload]
-
-    @property
-    def rules(self) -> list[Path]:
-        return [self.folder / rule for rule in self.manifest.get("rules", [])]  # type: ignore[attr-defined]
-
-    @property
-    def kb(self) -> list[KbFile]:
-        files = []
-        for item in self.manifest.get("kb", []):  # type: ignore[attr-defined]
-            if isinstance(item, str):
-                files.append(KbFile(self.folder / item))
-            else:
-                files.append(KbFile(self.folder / item["file"], item["graph"]))
-        return files
-
-    @property
-    def error(self) -> str | None:
-        """A regular expression for the one-line error `rsep run` must stop with."""
-        return self.manifest.get("error")  # type: ignore[return-value]
-
-    @property
-    def policy(self) -> str | None:
-        return self.manifest.get("policy")  # type: ignore[return-value]
-
-    def request(self) -> RunRequest:
-        return RunRequest(
-            self.folder / "query.rq",
-            [StreamFile(iri, self.folder / file) for iri, file in self.streams.items()],
-            self.kb,
-            policy=ConsumptionPolicy(self.policy) if self.policy else None,
-            engine="inprocess",
-            rules=self.rules,
-        )
-
-    def argv(self) -> list[str]:
-        args = ["run", str(self.folder / "query.rq"), "--engine", "inprocess"]
-        for iri, file in self.streams.items():
-            args += ["--stream", f"{iri}={self.folder / file}"]
-        for kb in self.kb:
-            args += ["--kb", f"{kb.graph}={kb.path}" if kb.graph else str(kb.path)]
-        for rule in self.rules:
-            args += ["--rule", str(rule)]
-        if self.policy:
-            args += ["--policy", self.policy]
-        return args
-
-    def expected(self) -> list[dict[str, object]]:
-        return parse_jsonl((self.folder / "expected.jsonl").read_text(encoding="utf-8"))
-
-
-def parse_jsonl(text: str) -> list[dict[str, object]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
-def multiset(lines: list[dict[str, object]]) -> Counter[str]:
-    return Counter(json.dumps(line, sort_keys=True) for line in lines)
+from rsep.endpoint.run_command import run
+from tests.support.epsparql_cases import FIXTURES, Case, load, multiset, parse_jsonl
 
 
 def seconds(value: object) -> float:
     if isinstance(value, int | float):
         return float(value)
     return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
-
-
-def load(folder: Path) -> Case:
-    return Case(folder, json.loads((folder / "manifest.json").read_text(encoding="utf-8")))
 
 
 CASES = [load(folder) for folder in sorted(FIXTURES.iterdir()) if (folder / "manifest.json").is_file()]

@@ -16,7 +16,7 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests.epsparql import strategies as S
@@ -35,22 +35,12 @@ from tests.epsparql.reference import (
     select_query,
     variables,
 )
-from tests.epsparql.test_properties import SCALE
+from tests.epsparql.strategies import fast
 
 a, b, c, x = iri("a"), iri("b"), iri("c"), iri("x")
 p, q, r = iri("p"), iri("q"), iri("r")
 MID = "mid"
 """The variable of an intermediate event's blank node in the binary rewriting (not compared)."""
-
-
-def fast(examples: int) -> settings:
-    return settings(
-        max_examples=max(1, int(examples * SCALE)),
-        deadline=None,
-        derandomize=SCALE == 1,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    )
 
 
 Chain = tuple[list[Pattern], list[str | None]]

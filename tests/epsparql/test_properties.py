@@ -25,12 +25,11 @@ shape", each pinned with `@example` to a case rsep once got wrong
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Sequence
 
 import pyoxigraph
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from tests.epsparql import strategies as S
@@ -51,21 +50,7 @@ from tests.epsparql.reference import (
     select_query,
     variables,
 )
-
-SCALE = float(os.environ.get("RSEP_EPSPARQL_SCALE", "1"))
-"""Multiplies every example count; any other value than 1 also draws fresh random
-examples instead of the fixed (derandomized) ones, for a deeper search."""
-
-
-def fast(examples: int) -> settings:
-    return settings(
-        max_examples=max(1, int(examples * SCALE)),
-        deadline=None,
-        derandomize=SCALE == 1,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    )
-
+from tests.epsparql.strategies import fast
 
 EVERYTHING = S.Options(
     scoped_filters=False, optional_filters=True, leaves=("triple", "triple", "bgp", "path"), bgp_size=3

@@ -17,7 +17,8 @@ from rsep.grammar.dialect_spec import DialectSpec
 from rsep.grammar.dialects import REGISTRY, event_syntax
 from rsep.grammar.epsparql import EpsparqlTransformer
 from rsep.plugin.algebra.events import ConsumptionPolicy, EventQuery, ReportPolicy, SelectionStrategy
-from tests.paths import REPO, shared_data
+from tests.support.paths import REPO
+from tests.support.shared_data import shared_data
 
 EXAMPLES = {
     "spaseq": [
@@ -90,10 +91,7 @@ def test_each_example_is_detected_as_its_dialect_and_no_other(name: str, path: P
 
 @pytest.mark.parametrize("name", sorted(SHARED))
 def test_each_shared_example_is_detected_as_its_dialect_and_no_other(name: str):
-    try:
-        root = shared_data()
-    except FileNotFoundError as missing:
-        pytest.skip(str(missing))
+    root = shared_data()
     paths = sorted(root.glob(SHARED[name]))
     assert paths, f"no {SHARED[name]} under {root}"
     wrong = {path.name: detected_as(name, path.read_text(encoding="utf-8"), path.as_uri()) for path in paths}

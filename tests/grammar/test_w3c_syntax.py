@@ -1,13 +1,12 @@
 """The W3C SPARQL 1.1 syntax suites, one test per manifest entry, and the round trip of every
 positive query: parse -> to_sparql -> our parser gives an equal tree, and Oxigraph accepts the text.
 
-The suites live in the repository's sibling folder `shared/data/w3c-sparql11` (RSEP_SHARED_DATA
-points at another `data` folder). Missing data fails the tests rather than skipping them.
+The suites live in the shared data folder, ../shared/data/w3c-sparql11: without it these tests skip,
+saying why (tests/support/shared_data.py).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 from rsep.grammar.parser import SparqlSyntaxError, parse_query, parse_update
 from rsep.plugin.algebra.serialize import to_sparql
 from rsep.plugin.algebra.sparql import IRI, BNode, ServicePattern
+from tests.support.shared_data import shared_params
 
 MF = "http://www.w3.org/2001/sw/DataAccess/tests/test-manifest#"
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
@@ -28,12 +28,6 @@ SYNTAX_KINDS = {
     "PositiveUpdateSyntaxTest11",
     "NegativeUpdateSyntaxTest11",
 }
-
-
-def w3c_data_dir() -> Path:
-    override = os.environ.get("RSEP_SHARED_DATA")
-    data = Path(override) if override else Path(__file__).resolve().parents[2].parent / "shared" / "data"
-    return data / "w3c-sparql11"
 
 
 @dataclass(frozen=True)
@@ -48,9 +42,8 @@ class Entry:
         return self.action.read_text(encoding="utf-8")
 
 
-def manifest_entries(suite: str) -> list[Entry]:
-    """The entries of `<suite>/manifest.ttl` in manifest order (the rdf:List of mf:entries)."""
-    manifest = w3c_data_dir() / suite / "manifest.ttl"
+def manifest_entries(manifest: Path) -> list[Entry]:
+    """The entries of a suite's `manifest.ttl` in manifest order (the rdf:List of mf:entries)."""
     quads = pyoxigraph.parse(
         path=str(manifest), format=pyoxigraph.RdfFormat.TURTLE, base_iri=manifest.as_uri()
     )
@@ -67,24 +60,19 @@ def manifest_entries(suite: str) -> list[Entry]:
 
 
 def entry_params(suite: str, kinds: set[str] | None = None) -> list[Any]:
-    """pytest parameters for a suite, id = the entry's local name; one failing parameter if the
-    data is missing, so that a misplaced checkout cannot pass by collecting nothing."""
-    if not (w3c_data_dir() / suite / "manifest.ttl").is_file():
-        return [pytest.param(None, id=f"{suite}-data-missing")]
-    return [pytest.param(e, id=e.name) for e in manifest_entries(suite) if kinds is None or e.kind in kinds]
+    """pytest parameters for a suite, id = the entry's local name; without the shared data folder,
+    one parameter that skips, saying why."""
+    return shared_params(
+        "w3c-sparql11",
+        suite,
+        "manifest.ttl",
+        params=lambda manifest: [
+            pytest.param(e, id=e.name) for e in manifest_entries(manifest) if kinds is None or e.kind in kinds
+        ],
+    )
 
 
-def require(entry: Entry | None) -> Entry:
-    if entry is None:
-        pytest.fail(
-            f"W3C SPARQL 1.1 test suites not found under {w3c_data_dir()}: clone the repository next to "
-            "the `shared` folder or set RSEP_SHARED_DATA to the shared `data` directory"
-        )
-    return entry
-
-
-def run_syntax_test(entry: Entry | None) -> None:
-    entry = require(entry)
+def run_syntax_test(entry: Entry) -> None:
     assert entry.kind in SYNTAX_KINDS, f"{entry.name}: unexpected test type {entry.kind}"
     parse = parse_update if "Update" in entry.kind else parse_query
     arguments = {"source": entry.action.name, "base_iri": entry.action.as_uri()}
@@ -96,22 +84,22 @@ def run_syntax_test(entry: Entry | None) -> None:
 
 
 @pytest.mark.parametrize("entry", entry_params("syntax-query"))
-def test_syntax_query(entry: Entry | None) -> None:
+def test_syntax_query(entry: Entry) -> None:
     run_syntax_test(entry)
 
 
 @pytest.mark.parametrize("entry", entry_params("syntax-update-1"))
-def test_syntax_update_1(entry: Entry | None) -> None:
+def test_syntax_update_1(entry: Entry) -> None:
     run_syntax_test(entry)
 
 
 @pytest.mark.parametrize("entry", entry_params("syntax-update-2"))
-def test_syntax_update_2(entry: Entry | None) -> None:
+def test_syntax_update_2(entry: Entry) -> None:
     run_syntax_test(entry)
 
 
 @pytest.mark.parametrize("entry", entry_params("syntax-fed"))
-def test_syntax_fed(entry: Entry | None) -> None:
+def test_syntax_fed(entry: Entry) -> None:
     run_syntax_test(entry)
 
 
@@ -146,8 +134,7 @@ def service_names(value: Any) -> list[Any]:
     return found
 
 
-def check_round_trip(entry: Entry | None) -> None:
-    entry = require(entry)
+def check_round_trip(entry: Entry) -> None:
     query = parse_query(entry.text(), source=entry.action.name, base_iri=entry.action.as_uri())
     printed = to_sparql(query)
     assert normalise(parse_query(printed, source=f"printed {entry.action.name}")) == normalise(query), printed
@@ -169,10 +156,10 @@ POSITIVE_QUERY = {"PositiveSyntaxTest11"}
 
 
 @pytest.mark.parametrize("entry", entry_params("syntax-query", POSITIVE_QUERY))
-def test_round_trip_syntax_query(entry: Entry | None) -> None:
+def test_round_trip_syntax_query(entry: Entry) -> None:
     check_round_trip(entry)
 
 
 @pytest.mark.parametrize("entry", entry_params("syntax-fed", POSITIVE_QUERY))
-def test_round_trip_syntax_fed(entry: Entry | None) -> None:
+def test_round_trip_syntax_fed(entry: Entry) -> None:
     check_round_trip(entry)

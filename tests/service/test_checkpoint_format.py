@@ -12,7 +12,7 @@ import pytest
 from rsep.plugin.service import checkpoints
 from rsep.plugin.service.runner import dump_keyed, load_keyed, load_state
 from rsep.plugin.service.window_runner import WindowState, dump_window_state, load_window_state
-from tests.service.support import event, plan_of, records, runner_for
+from tests.support.events import event, plan_of, records, runner_for
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
 

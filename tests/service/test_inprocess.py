@@ -28,7 +28,7 @@ from rsep.plugin.store.kb import KnowledgeBase, solutions
 from rsep.plugin.store.match_sink import OxigraphMatchSink
 from rsep.plugin.store.persistent import open_store
 from rsep.plugin.vocabulary import MATCHES_GRAPH
-from tests.service.support import OTHER, QUERIES, S1, S2, clock, event, plan_of, reference
+from tests.support.events import OTHER, QUERIES, S1, S2, clock, event, plan_of, reference
 
 QUERY = QUERIES["any"]  # SEQ (A : C) with ?v2 > ?v1
 

@@ -14,18 +14,7 @@ from rsep.plugin.compile.query_plan import compile_query
 from rsep.plugin.numbering import number_events, number_records
 from rsep.plugin.service.match_graphs import MatchGraph, match_iri
 from rsep.plugin.service.runner import QueryRunner, load_state
-from tests.service.support import (
-    OTHER,
-    QUERIES,
-    S1,
-    S2,
-    clock,
-    event,
-    plan_of,
-    records,
-    reference,
-    runner_for,
-)
+from tests.support.events import OTHER, QUERIES, S1, S2, clock, event, plan_of, records, reference, runner_for
 
 
 def run_in_batches(runner: QueryRunner, log, cuts, restore_at=()) -> list[MatchGraph]:

@@ -10,14 +10,7 @@ from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.store.kb import KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows
 from rsep.plugin.windows.window_replay import WindowReplay
-from tests.service.test_window_runner import (
-    QUERY_ID,
-    S1,
-    graph_of,
-    plan_of,
-    random_log,
-    run_in_batches,
-)
+from tests.service.window_runs import QUERY_ID, S1, graph_of, plan_of, random_log, run_in_batches
 
 CONSTRUCT = f"CONSTRUCT {{ [] <urn:saw> ?s }} FROM STREAM <{S1}> [RANGE 3s STEP 1s] WHERE {{ ?s ?p ?o }}"
 

@@ -46,7 +46,7 @@ from rsep.plugin.nfa.runtime import Match, Runtime
 from rsep.plugin.numbering import NumberedEvent
 from rsep.plugin.spark.stage import SparkReplay
 from rsep.plugin.store.gpm_stage import GpmEvaluator
-from tests.spark.conftest import (
+from tests.support.spark import (
     EV,
     S1,
     S2,

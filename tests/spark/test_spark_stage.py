@@ -27,7 +27,7 @@ from rsep.plugin.spark.cds import ClassCache
 from rsep.plugin.spark.session import default_conf, local_cores
 from rsep.plugin.spark.stage import SparkReplay
 from rsep.plugin.store.kb import KnowledgeBase
-from tests.spark.conftest import (
+from tests.support.spark import (
     KB,
     S1,
     S2,

@@ -20,11 +20,17 @@ from rsep.plugin.service import checkpoints as checkpoint_format
 from rsep.plugin.service.match_graphs import match_iri
 from rsep.plugin.spark.log_source import SnapshotFiles
 from rsep.plugin.store.gpm_stage import GpmEvaluator
-from tests.endpoint_streaming.conftest import SMART_GRID, smart_grid_events
-from tests.endpoint_streaming.test_results_and_push import synthetic_events
-from tests.service.support import OTHER, QUERIES, S1, S2, event, plan_of, reference
-from tests.spark_streaming.conftest import graph_iris, graph_quads, in_process_graphs, wait_for
-from tests.spark_streaming.test_stages import INTERVAL_SEQ, KB_QUERY, spanning
+from tests.spark_streaming.support import (
+    INTERVAL_SEQ,
+    KB_QUERY,
+    graph_iris,
+    graph_quads,
+    in_process_graphs,
+    spanning,
+    wait_for,
+)
+from tests.support.events import OTHER, QUERIES, S1, S2, event, plan_of, reference, synthetic_events
+from tests.support.smart_grid import SMART_GRID, smart_grid_events
 
 pytestmark = pytest.mark.spark
 
@@ -38,7 +44,7 @@ def drain(subscription, wait: float = 0) -> list[str]:
 
 
 def random_events(count: int, seed: int) -> list[GraphEvent]:
-    """Events for every query of tests/service/support, with shared timestamps
+    """Events for every query of tests/support/events.py, with shared timestamps
     and gaps longer than the kleene query's WITHIN."""
     rng = random.Random(seed)
     kinds = {S1: ["a", "c"], S2: ["b", "a"], OTHER: ["a", "b"]}

@@ -9,7 +9,7 @@ import logging
 from rsep.endpoint.app import create_app
 from rsep.plugin.service.engine import WAITING
 from rsep.plugin.service.inprocess import InProcessEngine
-from tests.service.support import QUERIES
+from tests.support.events import QUERIES
 
 
 def make_app(tmp_path, **config):

@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from rsep.grammar import parse_event_query
 from rsep.plugin.algebra.events import ConsumptionPolicy
 from rsep.plugin.compile.query_plan import QueryPlan, compile_query
-from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.log import EventLog, LogRecord
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.numbering import number_events
@@ -38,9 +37,10 @@ from rsep.plugin.spark.stream_stages import (
 from rsep.plugin.spark.streaming_engine import summary
 from rsep.plugin.store.gpm_stage import GpmEvaluator
 from rsep.plugin.store.kb import KnowledgeBase
-from tests.service.support import OTHER, QUERIES, S1, S2, event, plan_of, records, reference
-from tests.spark.conftest import knowledge_base
 from tests.spark_streaming.simulation import Job, event_time_micros
+from tests.spark_streaming.support import INTERVAL_SEQ, KB_QUERY, spanning
+from tests.support.events import OTHER, QUERIES, S1, S2, event, plan_of, records, reference
+from tests.support.spark import knowledge_base
 
 QID = "0123456789abcdef"
 
@@ -233,14 +233,6 @@ def test_events_at_time_zero_and_before_1970_are_not_dropped_as_late():
 
 
 # --------------------------------------------------------------------------- background knowledge
-
-KB_QUERY = f"""
-SELECT ?k ?band
-FROM STREAM S1 <{S1}>
-WHERE {{ SEQ (A : C)
-  DEFINE GPM A ON S1 {{ ?k <urn:t:kind> "a" ; <urn:t:val> ?v1 . GRAPH <urn:kb> {{ ?band <urn:holds> ?v1 }} }}
-  DEFINE GPM C ON S1 {{ ?k <urn:t:kind> "c" }} }}
-"""
 
 
 def test_batches_follow_the_snapshot_their_offsets_name_also_when_replayed():
@@ -448,14 +440,6 @@ def counts(engine, query_id: str) -> tuple[int, int, int]:
 
 def graph_names(kb: KnowledgeBase) -> list[str]:
     return [g for g in (str(n) for n in kb.store.named_graphs()) if "urn:rsep:match:" in g]
-
-
-INTERVAL_SEQ = 'SELECT ?k WHERE { ?k <urn:t:kind> "a" } SEQ { ?k <urn:t:kind> "c" }'
-
-
-def spanning(start: str, time: int, name: str, **kwargs) -> GraphEvent:
-    """`event` over the interval [start, time] (start as written: its lexical form must survive)."""
-    return replace(event(time, name, **kwargs), start=Timestamp(float(start), start, True))
 
 
 @pytest.mark.parametrize("max_records", [2, 10_000])

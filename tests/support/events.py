@@ -1,8 +1,10 @@
-"""Small events and queries for the service tests, and the reference answer:
-`Replay` over all events at once, with event ids = log positions."""
+"""Small events and queries for the continuous-query tests (the service, the endpoint, the Spark
+streaming engine), and the reference answer: `Replay` over all events at once, with event ids =
+log positions."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import cache
@@ -82,3 +84,15 @@ def runner_for(name: str, plan: QueryPlan | None = None) -> QueryRunner:
     plan = plan or plan_of(name)
     query = replace(registered(name), text="", streams=plan.streams)
     return QueryRunner(query, plan, GpmEvaluator(plan.gpms, KnowledgeBase()), clock=clock)
+
+
+def synthetic_events(count: int, seed: int = 7) -> list[GraphEvent]:
+    """Events for QUERIES["any"] (SEQ (A : C), ?v2 > ?v1) with shared timestamps."""
+    rng = random.Random(seed)
+    out, t = [], 0
+    for i in range(count):
+        t += rng.choice([0, 1, 1, 2])
+        stream = rng.choice([S1, S1, S1, S2, OTHER])
+        kind = rng.choice(["a", "c"]) if stream == S1 else "b"
+        out.append(event(t, f"e{i}", stream, rng.choice(["k1", "k2"]), kind, rng.randint(0, 4)))
+    return out

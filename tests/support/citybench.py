@@ -6,6 +6,9 @@ pyoxigraph, assembles each window itself (t - 3 s < t_i <= t, written out below)
 CityBench query text with its stream clauses replaced by FROM (C-SPARQL: every window merged into
 the default graph with the knowledge base) or GRAPH (CQELS: one named graph per window) over a
 plain pyoxigraph store.
+
+The data is CityBench's, in the shared data folder (../shared/data/citybench): `citybench(...)`
+finds it when a test runs, and skips the test without it.
 """
 
 from __future__ import annotations
@@ -14,13 +17,16 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pyoxigraph as ox
+import pytest
 
 from bench.citybench import Repository, convert, stream_iri
 from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile
-from tests.csparql.support import output
-from tests.paths import shared_data
+from tests.support.paths import FIXTURES
+from tests.support.run_cases import output
+from tests.support.shared_data import shared_data, shared_params
 
 START, END = "2014-08-01T08:00:00", "2014-08-01T09:00:00"
 """The slice: the first hour of the traffic streams (12 readings each; weather at 08:00, 08:20
@@ -30,25 +36,69 @@ WIDTH = 3
 """Every window of CityBench's Q1-Q3 is 3 s wide (`[range 3s]`, `[range 3000ms step 1s]`)."""
 KB_GRAPH = "urn:oracle:kb"
 PROV_GENERATED_AT = "http://www.w3.org/ns/prov#generatedAtTime"
+TRAFFIC = "http://www.insight-centre.org/dataset/SampleEventService#AarhusTrafficData158505"
+CULTURAL_EVENTS = FIXTURES / "citybench" / "culturalevents.ttl"
+"""Two cultural events for CQELS Q5's graph `<culturalevents>` (not in CityBench's data): a
+concert near AarhusTrafficData158505's road, a fair far from it."""
 
 
-def citybench() -> Path:
-    return shared_data() / "citybench"
+def citybench(*parts: str) -> Path:
+    """A path of CityBench's data (../shared/data/citybench); skips the test without it."""
+    return shared_data("citybench", *parts)
+
+
+def sensor_repository() -> Path:
+    """CityBench's background knowledge: the sensors and what they observe."""
+    return citybench("dataset", "SensorRepository.n3")
+
+
+def q5_row(row: int) -> dict[str, str]:
+    """CQELS Q5's answer to the reading of AarhusTrafficData158505's CSV row `row` with
+    CULTURAL_EVENTS in `<culturalevents>`: the concert."""
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    return {
+        "evtId": "<http://example.org/events/concert>",
+        "title": '"Concert in the park"',
+        "obId2": f"<{TRAFFIC}-{row}-CongestionLevel>",
+        "lat1": f'"56.2"^^<{xsd}decimal>',
+        "lon1": f'"10.1"^^<{xsd}decimal>',
+        "lat2": f'"56.21508593264829"^^<{xsd}double>',  # the segment's start in SensorRepository.n3
+        "lon2": f'"10.13978019262504"^^<{xsd}double>',
+    }
 
 
 def convert_slice(folder: Path) -> dict[str, Path]:
     """The slice of each stream as a TriG file in `folder`, by stream IRI."""
-    repository = Repository.load(citybench() / "dataset")
+    repository = Repository.load(citybench("dataset"))
     files = {}
     for name in STREAMS:
         path = folder / f"{name}.trig"
-        path.write_text(convert(citybench() / "streams" / f"{name}.stream", repository, start=START, end=END))
+        path.write_text(convert(citybench("streams", f"{name}.stream"), repository, start=START, end=END))
         files[stream_iri(name)] = path
     return files
 
 
+def query_folder(dialect: str) -> str:
+    return "csparql_query" if dialect == "c-sparql" else "cqels_query"
+
+
 def query_path(dialect: str, name: str) -> Path:
-    return citybench() / ("csparql_query" if dialect == "c-sparql" else "cqels_query") / f"{name}.txt"
+    return citybench(query_folder(dialect), f"{name}.txt")
+
+
+def query_files(dialect: str) -> list[Path]:
+    """CityBench's query files in a dialect (c-sparql or cqels)."""
+    return sorted(citybench(query_folder(dialect)).glob("*.txt"))
+
+
+def query_params(dialect: str) -> list[Any]:
+    """`query_files` as pytest parameters (id: the file name), made at collection time without
+    needing the data: one skipping parameter stands for them when it is not there."""
+    return shared_params(
+        "citybench",
+        query_folder(dialect),
+        params=lambda folder: [pytest.param(path, id=path.name) for path in sorted(folder.glob("*.txt"))],
+    )
 
 
 def streams_of(text: str) -> list[str]:
@@ -61,7 +111,7 @@ def run_rsep(dialect: str, name: str, files: dict[str, Path]) -> list[dict[str, 
     request = RunRequest(
         query_path(dialect, name),
         [StreamFile(iri, files[iri]) for iri in streams_of(text)],
-        [KbFile(citybench() / "dataset" / "SensorRepository.n3")],
+        [KbFile(sensor_repository())],
         engine="inprocess",
     )
     return output(request)
@@ -106,7 +156,7 @@ class Oracle:
 
     def __init__(self) -> None:
         self.store = ox.Store()
-        kb = citybench() / "dataset" / "SensorRepository.n3"
+        kb = sensor_repository()
         self.store.load(path=str(kb), format=ox.RdfFormat.TURTLE, to_graph=ox.NamedNode(KB_GRAPH))
 
     def answer(self, query: str, windows: dict[str, list[ox.Triple]]) -> list[dict[str, str]]:
