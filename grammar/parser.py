@@ -75,6 +75,7 @@ def build_parser(grammar_text: str, start: str | tuple[str, ...], *, name: str =
         maybe_placeholders=False,
         start=start if isinstance(start, str) else list(start),
         cache=True,
+        regex=True,
         source_path=PackageResource(GRAMMAR_PACKAGE, name),
         import_paths=[_LOADER],
     )
