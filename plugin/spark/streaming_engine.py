@@ -263,7 +263,12 @@ class SparkStreamingEngine:
         created by the first `start` (an engine that never starts never starts
         a JVM); `get_session` may raise `SparkUnavailable`."""
         if self._session is None:
+            began = time.monotonic()
+            if self._spark is None:
+                logger.info("starting Spark (%s)…", self.master)
             spark = self._spark if self._spark is not None else get_session(self.master)
+            if self._spark is None:
+                logger.info("Spark ready in %.1f s", time.monotonic() - began)
             self.parallelism = spark.sparkContext.defaultParallelism
             self._session = engine_session(spark, self.state_partitions or self.parallelism)
         return self._session
