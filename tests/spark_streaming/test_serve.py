@@ -87,11 +87,14 @@ class SparkServer(Server):
         return self.process.wait(timeout=90)
 
     def spark_batches(self, query_id: str) -> int:
-        """Micro-batches Spark planned for a query: its offset log (written before a batch runs)
-        in the query's checkpoint folder, which only the Spark engine writes (the in-process
-        engine, which `spark` falls back to without Java, keeps `*.ckpt` files there instead)."""
-        offsets = self.data / "checkpoints" / query_id / "spark" / "offsets"
-        return sum(1 for entry in offsets.iterdir() if entry.name.isdigit()) if offsets.is_dir() else 0
+        """Micro-batches of the Spark job that read a query: its offset log (written before a
+        batch runs) in the job's checkpoint, which only the Spark engine writes (the in-process
+        engine, which `spark` falls back to without Java, keeps `*.ckpt` files instead)."""
+        offsets = self.data / "spark" / "checkpoint" / "offsets"
+        if not offsets.is_dir():
+            return 0
+        logged = [entry.read_text() for entry in offsets.iterdir() if entry.name.isdigit()]
+        return sum(1 for text in logged if f'"{query_id}"' in text)
 
 
 def _alive(pid: int) -> bool:
