@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -33,18 +34,28 @@ START_TIMEOUT = 120
 class SparkServer(Server):
     """A `rsep serve --engine spark --master local[2]` subprocess."""
 
-    def __init__(self, data: Path, log: Path, *, engine: str | None = "spark") -> None:
-        """`engine=None` leaves `--engine` out: the server's default. (Not Server's
-        constructor: another command, a longer start.)"""
+    def __init__(
+        self,
+        data: Path,
+        log: Path,
+        *,
+        engine: str | None = "spark",
+        master: str = "local[2]",
+        options: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """`engine=None` leaves `--engine` out: the server's default; `options` are more flags,
+        `env` its environment (default: the test's). (Not Server's constructor: another command,
+        a longer start.)"""
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.data = data
         command = [sys.executable, "-m", "rsep.endpoint.cli", "serve", "--port", str(self.port),
-                   "--data", str(data), "--master", "local[2]"]  # fmt: skip
+                   "--data", str(data), "--master", master, *options]  # fmt: skip
         if engine is not None:
             command += ["--engine", engine]
         self.process = subprocess.Popen(command, cwd=REPO, stdout=log.open("ab"), stderr=subprocess.STDOUT,
-                                        env=dict(os.environ))  # fmt: skip
+                                        env=dict(env if env is not None else os.environ))  # fmt: skip
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             try:
