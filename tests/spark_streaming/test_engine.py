@@ -4,7 +4,6 @@ in the middle of a stream, background-knowledge updates, unregistering."""
 
 from __future__ import annotations
 
-import json
 import pickle
 import random
 import time
