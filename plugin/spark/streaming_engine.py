@@ -247,6 +247,7 @@ class SparkStreamingEngine:
         """Serialises start, stop, register, unregister and the table."""
         self._batch = threading.Lock()
         """Held by `foreachBatch` while it writes: unregistering waits for it."""
+        self._table_lock = threading.Lock()
         self._shipped: set[str] = set()
         self._handle: StreamingQuery | None = None
         self._started = False
@@ -392,7 +393,8 @@ class SparkStreamingEngine:
         self._shipped.add(name)
 
     def _write_table(self) -> None:
-        self.table.write([_entry(s) for s in self._healthy()])
+        with self._table_lock:  # its own lock: a batch may write it while `stop` holds `_control`
+            self.table.write([_entry(s) for s in self._healthy()])
 
     def _launch(self) -> None:
         """Start (or resume from its checkpoint) the one streaming query."""
@@ -472,9 +474,8 @@ class SparkStreamingEngine:
                     slot.matches += len(new)
                     self.checkpoints.save(slot.query.id, _driver_payload(slot, batch_id))
                 pushed.append((slot, new))
-            if failed:
-                with self._control:
-                    self._write_table()
+        if failed:
+            self._write_table()
         for slot, new in pushed:
             if new:
                 self.listeners.publish(slot.query.id, [g.record() for g in new])
