@@ -55,17 +55,18 @@ class Cluster:
             return json.loads(answer.read())  # type: ignore[no-any-return]
 
     def applications(self) -> set[str]:
-        return {path.name.split(".")[0] for path in self.events.iterdir()}
+        return {_application(path) for path in self.events.iterdir()}
 
     def workers_with_tasks(self, applications: set[str]) -> set[int]:
         """The web UI ports of the workers whose executors finished tasks of `applications`."""
         ports = set()
         for path in self.events.iterdir():
-            if path.name.split(".")[0] not in applications:
+            if _application(path) not in applications:
                 continue
             worker_of: dict[str, int] = {}
             executors_with_tasks = set()
-            for line in path.read_text().splitlines():
+            files = sorted(path.glob("events_*")) if path.is_dir() else [path]  # rolling logs: a folder
+            for line in (line for file in files for line in file.read_text().splitlines()):
                 try:
                     event = json.loads(line)
                 except ValueError:  # the last line of a log being written (or of a killed driver)
@@ -79,6 +80,11 @@ class Cluster:
                     executors_with_tasks.add(event["Task Info"]["Executor ID"])
             ports |= {worker_of[e] for e in executors_with_tasks if e in worker_of}
         return ports
+
+
+def _application(path: Path) -> str:
+    """The application id of an event log (`app-...`, `app-....inprogress`, `eventlog_v2_app-...`)."""
+    return path.name.removeprefix("eventlog_v2_").split(".")[0]
 
 
 def _daemon(role: str, log: Path, env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
@@ -106,6 +112,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     conf.mkdir()
     (conf / "spark-defaults.conf").write_text(
         f"spark.eventLog.enabled true\nspark.eventLog.dir {events.as_uri()}\n"
+        "spark.eventLog.compress false\nspark.eventLog.rolling.enabled false\n"
         "spark.executor.memory 512m\nspark.driver.host 127.0.0.1\n"
     )
     daemons_env = {**os.environ, "RSEP_PYTHON": sys.executable, "SPARK_DAEMON_MEMORY": "256m",

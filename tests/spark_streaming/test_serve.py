@@ -47,24 +47,41 @@ class SparkServer(Server):
         """`engine=None` leaves `--engine` out: the server's default; `options` are more flags,
         `env` its environment (default: the test's). (Not Server's constructor: another command,
         a longer start.)"""
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
         self.data = data
-        command = [sys.executable, "-m", "rsep.endpoint.cli", "serve", "--port", str(self.port),
-                   "--data", str(data), "--master", master, *options]  # fmt: skip
-        if engine is not None:
-            command += ["--engine", engine]
-        self.process = subprocess.Popen(command, cwd=REPO, stdout=log.open("ab"), stderr=subprocess.STDOUT,
-                                        env=dict(env if env is not None else os.environ))  # fmt: skip
+        for _ in range(3):  # a free port may be taken meanwhile (Spark's own ports are random)
+            self.port = free_port()
+            self.base = f"http://127.0.0.1:{self.port}"
+            command = [sys.executable, "-m", "rsep.endpoint.cli", "serve", "--port", str(self.port),
+                       "--data", str(data), "--master", master, *options]  # fmt: skip
+            if engine is not None:
+                command += ["--engine", engine]
+            self.process = subprocess.Popen(command, cwd=REPO, stdout=log.open("ab"),
+                                            stderr=subprocess.STDOUT,
+                                            env=dict(env if env is not None else os.environ))  # fmt: skip
+            if self._started(log):
+                return
+        raise AssertionError(f"rsep serve did not start: {log.read_text()}")
+
+    def _started(self, log: Path) -> bool:
+        """Wait until this process says it listens (not another one on the same port) and answers;
+        False if it could not listen on its port."""
+        listening = f"listening on {self.base}/"
         deadline = time.monotonic() + START_TIMEOUT
         while True:
-            try:
-                self.get("/queries")
-                return
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"rsep serve did not start: {log.read_text()}") from None
-                time.sleep(0.2)
+            text = log.read_text(errors="replace")
+            if listening in text:
+                try:
+                    self.get("/queries")
+                    return True
+                except OSError:
+                    pass
+            if self.process.poll() is not None:
+                if f"cannot listen on 127.0.0.1:{self.port}" in text:
+                    return False
+                raise AssertionError(f"rsep serve did not start: {text}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"rsep serve did not start: {text}")
+            time.sleep(0.2)
 
     def descendants(self) -> list[int]:
         children: dict[int, list[int]] = {}
