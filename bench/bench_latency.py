@@ -179,6 +179,8 @@ class Run:
     """The first /sparql request of the server (it builds the SPARQL parser), before the load."""
     register_ms: float = 0.0
     """`POST /queries` (the query's registration), from sending to the 201."""
+    second_register_ms: float = 0.0
+    """`POST /queries` of a second query (the first builds the SPARQL parser)."""
     ready_s: float = 0.0
     """`rsep serve` started to answering."""
     first_match_s: float = 0.0
@@ -256,6 +258,13 @@ def measure(port: int, engine: str, rate: float, duration: float, warmup: float,
         "POST", "/queries", QUERY.encode(), {"Content-Type": "application/sparql-query"}
     )
     register_ms = (time.perf_counter() - registering) * 1000
+    registering = time.perf_counter()  # a second query: the parsers are built by now
+    status2, body2 = client.request(
+        "POST", "/queries", QUERY.encode(), {"Content-Type": "application/sparql-query"}
+    )
+    second_ms = (time.perf_counter() - registering) * 1000
+    if status2 == 201:
+        client.request("DELETE", f"/queries/{json.loads(body2)['id']}")
     if status != 201:
         raise SystemExit(f"POST /queries answered {status}: {body.decode()}")
     query = json.loads(body)
@@ -264,7 +273,7 @@ def measure(port: int, engine: str, rate: float, duration: float, warmup: float,
         "GET", "/sparql?" + urllib.parse.urlencode({"query": VISIBLE % {"query": query["iri"], "i": -1}})
     )
     run = Run(engine, rate, duration, pairs, skipped, (time.perf_counter() - started) * 1000)
-    run.register_ms = register_ms
+    run.register_ms, run.second_register_ms = register_ms, second_ms
     listener = Listener(port, query["id"], pairs)
     local = threading.local()
     previous: list[datetime] = []
@@ -360,7 +369,8 @@ def report(run: Run) -> bool:
     count = len(run.pairs) - run.warmup
     print(f"\nengine {run.engine}")
     print(f"  rsep serve started to answering: {run.ready_s:.1f} s")
-    print(f"  POST /queries (registration, before the load): {run.register_ms:.0f} ms")
+    print(f"  POST /queries (registration, before the load): first {run.register_ms:.0f} ms "
+          f"(builds the parser), second {run.second_register_ms:.0f} ms")  # fmt: skip
     print(f"  first /sparql request (builds the parser, before the load): {run.first_sparql_ms:.0f} ms")
     print(f"  first match visible (engine start-up, before the load): {run.first_match_s:.1f} s")
     target_rate = 2 * run.rate
