@@ -59,6 +59,14 @@ class Cluster:
 
     def workers_with_tasks(self, applications: set[str]) -> set[int]:
         """The web UI ports of the workers whose executors finished tasks of `applications`."""
+        for _ in range(5):
+            try:
+                return self._workers_with_tasks(applications)
+            except FileNotFoundError:  # a log renamed from `.inprogress` as its application ended
+                time.sleep(1)
+        return self._workers_with_tasks(applications)
+
+    def _workers_with_tasks(self, applications: set[str]) -> set[int]:
         ports = set()
         for path in self.events.iterdir():
             if _application(path) not in applications:
@@ -114,6 +122,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         f"spark.eventLog.enabled true\nspark.eventLog.dir {events.as_uri()}\n"
         "spark.eventLog.compress false\nspark.eventLog.rolling.enabled false\n"
         "spark.executor.memory 512m\nspark.driver.host 127.0.0.1\n"
+        # Jobs start once both executors are up, and tiny shuffles are not coalesced into one
+        # partition: with the test's few events, tasks then reach both workers.
+        "spark.scheduler.minRegisteredResourcesRatio 1.0\n"
+        "spark.scheduler.maxRegisteredResourcesWaitingTime 60s\n"
+        "spark.sql.adaptive.coalescePartitions.enabled false\n"
     )
     daemons_env = {**os.environ, "RSEP_PYTHON": sys.executable, "SPARK_DAEMON_MEMORY": "256m",
                    "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(root / "logs")}  # fmt: skip
