@@ -221,5 +221,5 @@ def test_rsep_serve_on_the_cluster_survives_a_sigkill_exactly_once(cluster, tmp_
     finally:
         assert server.terminate() == 0
     applications = cluster.applications() - before
-    assert len(applications) == 2
+    assert len(applications) >= 2  # (more if a server had to retry on another port)
     assert cluster.workers_with_tasks(applications) == set(cluster.worker_webuis)
