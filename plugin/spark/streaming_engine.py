@@ -250,6 +250,7 @@ class SparkStreamingEngine:
         self._table_lock = threading.Lock()
         self._shipped: set[str] = set()
         self._handle: StreamingQuery | None = None
+        self._forward: _Forward | None = None
         self._started = False
         self._stopping = threading.Event()
         self._wake = threading.Event()
@@ -412,9 +413,12 @@ class SparkStreamingEngine:
         frame = rows.groupBy("plan", "key").applyInPandasWithState(
             _keyed(StreamKeyStep()), OUT_SCHEMA, STATE_SCHEMA, "Append", GroupStateTimeout.EventTimeTimeout
         )
+        if self._forward is not None:  # the job of before died (`_recover`)
+            self._forward.engine = None
+        self._forward = _Forward(self)
         self._handle = (
             frame.writeStream.queryName(JOB_NAME)
-            .foreachBatch(self._on_batch)
+            .foreachBatch(self._forward)
             .option("checkpointLocation", self.checkpoint_location)
             .trigger(processingTime=f"{round(self.trigger_interval * 1000)} milliseconds")
             .start()
@@ -430,6 +434,8 @@ class SparkStreamingEngine:
                 logger.exception("stopping the streaming job failed")
         with self._batch:  # a foreachBatch in progress finishes (or gives up) first
             pass
+        if self._forward is not None:
+            self._forward.engine = None  # py4j keeps the function: it must not keep the engine
 
     # ------------------------------------------------------------------ a micro-batch
 
@@ -644,6 +650,22 @@ def _keyed(step: StreamKeyStep) -> _KeyFunction:
         return step(key, frames, state)
 
     return keyed
+
+
+class _Forward:
+    """The job's `foreachBatch` function: the engine's `_on_batch` until the job stops. py4j's
+    callback server keeps the function it was given alive for the process's life; through this
+    object it lets go of the engine (and its store, whose lock a new engine on the same data
+    folder needs)."""
+
+    def __init__(self, engine: SparkStreamingEngine) -> None:
+        self.engine: SparkStreamingEngine | None = engine
+
+    def __call__(self, frame: DataFrame, batch_id: int) -> None:
+        engine = self.engine
+        if engine is None:
+            raise QueryStopped("the streaming job was stopped: its batch will be run again")
+        engine._on_batch(frame, batch_id)
 
 
 class QueryStopped(InternalError, RuntimeError):
