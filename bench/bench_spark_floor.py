@@ -8,7 +8,13 @@ with nothing of rsep inside:
 - `source`: a Python Data Source streaming reader (like the event-log source) into foreachBatch;
 - `source+map+state`: the same, then mapInPandas (the GPM stage's place) and
   applyInPandasWithState with an event-time timeout and a watermark (the per-key NFA's place),
-  one state partition per core.
+  one state partition per core;
+- `source+state`: the engine's shape since the single job (the GPM stage runs inside the
+  source's `read`, so there is no mapInPandas);
+- `source+state/hdfs`, `source+state/1`: the same on the HDFS-backed state store (in memory,
+  delta files) instead of RocksDB, or with one state partition instead of one per core.
+
+It also prints the median of each phase Spark reports per batch (`durationMs`).
 
 For each it makes one record available at a time, waits until foreachBatch has seen it, and
 prints the median and p90 of that wait (the latency of a record arriving while nothing runs) and
@@ -93,24 +99,35 @@ def passthrough(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
     yield from frames
 
 
+SHAPES = ("source", "source+map+state", "source+state", "source+state/hdfs", "source+state/1")
+HDFS_STORE = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+
+
 def job(session: SparkSession, counter: Path, shape: str) -> DataFrame:
     frame = session.readStream.format(CounterSource.name()).option(COUNTER_OPTION, str(counter)).load()
     if shape == "source":
         return frame
-    frame = frame.mapInPandas(passthrough, frame.schema)
+    if shape == "source+map+state":
+        frame = frame.mapInPandas(passthrough, frame.schema)
     frame = frame.withColumn("ts", F.timestamp_seconds("time")).withWatermark("ts", "1 milliseconds")
     return frame.groupBy("key").applyInPandasWithState(
         count_rows, "key string, n long", "n long", "Append", GroupStateTimeout.EventTimeTimeout
     )
 
 
-def measure(spark: SparkSession, shape: str, records: int, workdir: Path) -> tuple[list[float], list[float]]:
+def measure(
+    spark: SparkSession, shape: str, records: int, workdir: Path
+) -> tuple[list[float], list[float], dict[str, float]]:
     session = spark.newSession()
     for name, value in ENGINE_CONF.items():
         session.conf.set(name, value)
-    session.conf.set("spark.sql.shuffle.partitions", str(spark.sparkContext.defaultParallelism))
+    partitions = 1 if shape.endswith("/1") else spark.sparkContext.defaultParallelism
+    session.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    if shape.endswith("/hdfs"):
+        session.conf.set("spark.sql.streaming.stateStore.providerClass", HDFS_STORE)
     session.dataSource.register(CounterSource)
-    counter = workdir / f"{shape}.counter"
+    name = shape.replace("/", "-")
+    counter = workdir / f"{name}.counter"
     counter.write_text("0")
     seen: list[float] = []
 
@@ -121,7 +138,7 @@ def measure(spark: SparkSession, shape: str, records: int, workdir: Path) -> tup
     query = (
         job(session, counter, shape)
         .writeStream.foreachBatch(on_batch)
-        .option("checkpointLocation", str(workdir / f"{shape}.checkpoint"))
+        .option("checkpointLocation", str(workdir / f"{name}.checkpoint"))
         .trigger(processingTime="50 milliseconds")
         .start()
     )
@@ -137,11 +154,14 @@ def measure(spark: SparkSession, shape: str, records: int, workdir: Path) -> tup
                 time.sleep(0.002)
             waits.append((seen[-1] - written) * 1000)
             time.sleep(0.2)  # let the trigger loop go idle: the next record arrives while nothing runs
-        batches = [p["durationMs"]["triggerExecution"] for p in query.recentProgress if p["numInputRows"]]
+        progress = [p["durationMs"] for p in query.recentProgress if p["numInputRows"]]
     finally:
         query.stop()
     skip = min(5, records // 4)  # the first batches start the Python workers
-    return waits[skip:], [float(b) for b in batches[skip:]]
+    batches = [float(p["triggerExecution"]) for p in progress[skip:]]
+    phases = {name: statistics.median(float(p.get(name, 0)) for p in progress[skip:])
+              for name in progress[-1] if name != "triggerExecution"} if progress[skip:] else {}  # fmt: skip
+    return waits[skip:], batches, phases
 
 
 def summary(values: list[float]) -> str:
@@ -154,15 +174,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--records", type=int, default=30, help="records per job, one at a time (default 30)")
     parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    parser.add_argument("--shape", action="append", choices=SHAPES, help="shapes to run (default: all)")
     args = parser.parse_args(argv)
     print(f"Spark micro-batch floor: {platform.machine()}, {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.2f}, Python {platform.python_version()}, master {args.master}")  # fmt: skip
     spark = get_session(args.master)
     with tempfile.TemporaryDirectory(prefix="rsep-floor-") as workdir:
-        for shape in ("source", "source+map+state"):
-            waits, batches = measure(spark, shape, args.records, Path(workdir))
+        for shape in args.shape or SHAPES:
+            waits, batches, phases = measure(spark, shape, args.records, Path(workdir))
             print(f"  {shape:<18} record to foreachBatch: {summary(waits)}")
             print(f"  {'':<18} triggerExecution:      {summary(batches)}")
+            parts = ", ".join(f"{name} {ms:.0f}" for name, ms in sorted(phases.items(), key=lambda i: -i[1]))
+            print(f"  {'':<18} phases (median ms):    {parts}")
     return 0
 
 

@@ -25,6 +25,7 @@ DEFAULTS: dict[str, Any] = {
     "RSEP_CHECKPOINT_INTERVAL": 1.0,
     "RSEP_SSE_HEARTBEAT": 15.0,
     "RSEP_SPARK_TRIGGER_INTERVAL": 0.1,
+    "RSEP_CHECKPOINT_LOCATION": None,
 }
 """The configuration keys and their defaults (docs/endpoint.md, "Configuration"); `rsep serve`
 sets them from the environment and its flags (`rsep.endpoint.settings`)."""

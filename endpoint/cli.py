@@ -18,9 +18,11 @@ variable (`rsep.endpoint.settings`).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
@@ -151,6 +153,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     from rsep.endpoint.app import create_app
 
+    began = time.monotonic()
+    _log_to_stderr()
     config = {"RSEP_DATA_DIR": str(args.data), **settings.configuration(args, os.environ)}
     try:
         app = create_app(config)
@@ -165,10 +169,22 @@ def _serve(args: argparse.Namespace) -> int:
         ) from None
     _stop_on_signals(lambda: _shut_down(app))
     url = _url(server)
-    sys.stderr.write(f"rsep: listening on {url} (SPARQL endpoint {url}sparql)\n")
+    ready = time.monotonic() - began
+    sys.stderr.write(f"rsep: listening on {url} (SPARQL endpoint {url}sparql), ready in {ready:.1f} s\n")
     sys.stderr.flush()
     server.run()  # returns when a signal handler raises SystemExit
     return 0
+
+
+def _log_to_stderr() -> None:
+    """What rsep's own loggers say (the engine starting, a query failing) goes to stderr, one
+    line each, as `rsep: ...`."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("rsep: %(message)s"))
+    logger = logging.getLogger("rsep")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
 
 
 def _url(server: Any) -> str:

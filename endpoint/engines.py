@@ -9,7 +9,8 @@ continuous queries and the engine that runs them, shared by /streams and
   queries (C-SPARQL, CQELS) run on the in-process engine: with `spark`, event
   patterns go to Spark and window queries to an in-process engine next to it
   (`SplitEngine`);
-- `RSEP_MASTER` and `RSEP_SPARK_TRIGGER_INTERVAL` (seconds) for Spark;
+- `RSEP_MASTER`, `RSEP_SPARK_TRIGGER_INTERVAL` (seconds) and `RSEP_CHECKPOINT_LOCATION` (the
+  streaming job's checkpoint, a path or URI) for Spark;
 - `RSEP_START_STREAMING`: start the engine with the app;
 - `RSEP_CHECKPOINT_INTERVAL` (seconds; 0 checkpoints after every batch) and
   `RSEP_SSE_HEARTBEAT` (seconds).
@@ -125,6 +126,7 @@ def _spark(parts: EngineParts) -> StreamingEngine:
         parts.resources.kb,
         master=str(parts.app.config["RSEP_MASTER"]),
         trigger_interval=float(parts.app.config["RSEP_SPARK_TRIGGER_INTERVAL"]),
+        checkpoint_location=parts.app.config["RSEP_CHECKPOINT_LOCATION"],
         listeners=listeners,
         accepts=lambda query: not is_window_registration(query),
     )

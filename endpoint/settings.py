@@ -77,6 +77,10 @@ SETTINGS = (
             "seconds between heartbeat comments on idle event streams (default 15)"),
     Setting("RSEP_SPARK_TRIGGER_INTERVAL", "--trigger-interval", _seconds, "SECONDS",
             "Spark engine: seconds between looks at the event log when idle (default 0.1)"),
+    Setting("RSEP_CHECKPOINT_LOCATION", "--checkpoint-location", _text, "URI",
+            "Spark engine: where the streaming job's checkpoint (offsets, commits, state store) "
+            "lives, a path or a URI every executor and a restarted driver reach (default "
+            "DATA/spark/checkpoint)"),
 )  # fmt: skip
 
 

@@ -1,114 +1,66 @@
-"""The event log as a Spark streaming source (Python Data Source API), one
-reader per continuous query.
+"""The event log as the one Spark streaming source of every registered query (Python Data
+Source API).
 
-Offsets are positions in the log plus what makes a micro-batch reproducible
-from its start offset alone: the rank numbering of the query's streamset so
-far (`rank`, `time`: `number_records` goes on from them), the streamset
-events counted (`events`), where the position's line is in the segment files
-(`segment`, `byte`: reading resumes with a seek, not a scan) and the id of
-the background-knowledge snapshot the batch is evaluated against (`kb`). Spark
-writes the end offset of a batch before running it, so a batch replayed after
-a crash reads the same records, numbers them the same way and uses the same
-snapshot.
+**One source, all queries.** The driver keeps a *query table* (`QueryTable`, a JSON file it
+rewrites atomically when a query is registered, unregistered or fails): per query its id, its
+*plan id* (the key of its compiled plan among the files shipped to executors, and of its keyed
+state), its streamset, its registration position and whether it reads a background snapshot.
+`latestOffset` reads the table and the log; a query registered while the job runs is in the
+next batch planned, without restarting anything.
 
-Who runs what: `latestOffset`, `partitions` and `commit` run in the source's
-planner process on the driver host (Spark starts one per streaming query);
-`read` runs on executors. `partitions` reads the records and ships them inside
-the partitions, so executors never open the log (they need no shared
-filesystem). Each partition starts with a header row holding the batch's
-facts (end position, closed rank, clock, count, snapshot), which the GPM stage
-passes on to every row; see `stream_stages`.
+**Offsets** hold, per query, everything that makes its part of a micro-batch reproducible from
+the batch's start offset alone: its log position (and the segment file and byte of that line:
+reading resumes with a seek), the rank numbering of its streamset so far (`rank`, `time`:
+`number_records` goes on from them), the streamset events counted, its batch's closed rank and
+clock (the next batch hands them on, see `stream_stages`), the background snapshot its batch
+reads, and its plan id. Queries move independently: one registered with `from=0` reads the
+log's history, in batches of at most `max_records` records, while the others stay at the head;
+queries at the same position share one read. The job's own `head` (the newest position any
+query reached) and `clock` (the newest event time read) only grow: rows carry the clock as their
+event time, so Spark's watermark never drops a row as late, and a query is *behind* while its
+position is before the head (its keys then set no event-time timeout: the watermark says nothing
+about the time of its later events). Spark logs a batch's end offset before running it, so a
+batch replayed after a crash reads the same records, numbers them the same way and uses the same
+snapshots; a query no longer in the table is left out of a replayed batch (nobody reads its
+results).
 
-This module stays light (no pandas, no Oxigraph): Spark runs one planner
-process per streaming query. The log is only read here: never through `EventLog`, whose recovery cuts a
-torn last line (the writer may be in the middle of appending it). A line
-without its newline is not read yet.
+**Who runs what.** `latestOffset`, `partitions` and `commit` run in the source's planner
+process on the driver host; `read` runs on executors. `partitions` reads the records and ships
+them inside the partitions (each record once, with its rank in every query that reads it), so
+executors never open the log; each partition starts with a header holding the batch's facts per
+query. `read` runs the GPM stage (`stream_stages.gpm_rows`) right there: the rows the source
+produces are GPM rows, one Python stage less per micro-batch than a separate `mapInPandas`.
+Plans and background snapshots reach executors as files shipped with `SparkContext.addFile`
+(`stream_stages.shipped`).
 
-Background snapshots (`SnapshotFiles`, `<sequence>-<digest>.pkl` next to the
-query's checkpoints) are written by the driver, which watches the knowledge
-base; `latestOffset` names the newest (`CURRENT`) in the batch's end offset;
-`commit` deletes the ones older than the last committed batch's.
+The log is only read here: never through `EventLog`, whose recovery cuts a torn last line (the
+writer may be in the middle of appending it). A line without its newline is not read yet.
+
+Background snapshots (`SnapshotFiles`, `<sequence>-<digest>.pkl` next to a query's checkpoints)
+are written by the driver, which watches the knowledge base; `latestOffset` names each query's
+newest (`CURRENT`) in the batch's end offset; `commit` deletes the ones older than the last
+committed batch's.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
-from pyspark.sql.types import (
-    BinaryType,
-    BooleanType,
-    DoubleType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
+from pyspark.sql.types import StructType
 
 from rsep.plugin.log import LogRecord, _decode
 from rsep.plugin.numbering import NumberedEvent, number_records
 from rsep.plugin.service.registry import write_atomically
 
 SOURCE_NAME = "rsep_event_log"
-
-HEADER = 0
-EVENT = 1
-"""Source row kinds: one header per partition (first), then its events."""
-
-SOURCE_COLUMNS = ("kind", "id", "rank", "time", "stream", "name", "lexical", "numeric", "ntriples",
-                  "start", "start_lexical", "closed", "count", "prev_closed", "prev_clock", "kb",
-                  "kb_data")  # fmt: skip
-"""A source row. Header: `id` = the batch's end position, `rank` = the last
-rank, `time` = clock (the newest time among the batch's records, all
-streams), `closed` (ranks up to it are complete), `count` (streamset events
-up to the end), `prev_closed`/`prev_clock` (the previous batch's closed rank
-and clock; -1 and 0 before the first), `kb` (background snapshot id, "" for
-none) and `kb_data` (its pickle when the executors cannot take it from the
-broadcast). Event: `id` = log position, `rank`, `time`, `stream`, `name`,
-`lexical`/`numeric` (the timestamp as written), `ntriples`, and `start`/`start_lexical` (the
-start of the interval the event spans, as written; null for an instantaneous event)."""
-
-SOURCE_SCHEMA = StructType(
-    [
-        StructField("kind", IntegerType()),
-        StructField("id", LongType()),
-        StructField("rank", LongType()),
-        StructField("time", DoubleType()),
-        StructField("stream", StringType()),
-        StructField("name", StringType()),
-        StructField("lexical", StringType()),
-        StructField("numeric", BooleanType()),
-        StructField("ntriples", StringType()),
-        StructField("start", DoubleType()),
-        StructField("start_lexical", StringType()),
-        StructField("closed", LongType()),
-        StructField("count", LongType()),
-        StructField("prev_closed", LongType()),
-        StructField("prev_clock", DoubleType()),
-        StructField("kb", StringType()),
-        StructField("kb_data", BinaryType()),
-    ]
-)
-"""`SOURCE_COLUMNS`: header and event rows in one schema."""
-
-_ARROW_SCHEMA = pa.schema(
-    [("kind", pa.int32()), ("id", pa.int64()), ("rank", pa.int64()), ("time", pa.float64()),
-     ("stream", pa.string()), ("name", pa.string()), ("lexical", pa.string()), ("numeric", pa.bool_()),
-     ("ntriples", pa.string()), ("start", pa.float64()), ("start_lexical", pa.string()),
-     ("closed", pa.int64()), ("count", pa.int64()),
-     ("prev_closed", pa.int64()), ("prev_clock", pa.float64()), ("kb", pa.string()),
-     ("kb_data", pa.binary())]
-)  # fmt: skip
-
-assert tuple(SOURCE_SCHEMA.fieldNames()) == SOURCE_COLUMNS == tuple(_ARROW_SCHEMA.names)
 
 
 # ---------------------------------------------------------------- reading the log
@@ -187,15 +139,23 @@ class SnapshotFiles:
         except FileNotFoundError:
             return ""
 
-    def publish(self, payload: bytes, digest: str) -> str:
-        """Store a snapshot and make it the current one; returns its id."""
+    def publish(self, payload: bytes, digest: str, ship: Callable[[str, Path], None] | None = None) -> str:
+        """Store a snapshot and make it the current one; returns its id. `ship` (snapshot id,
+        file) runs before it is current: executors must be able to read it by then."""
         self.folder.mkdir(parents=True, exist_ok=True)
         sequence = max((_sequence(p.stem) for p in self.folder.glob("*.pkl")), default=-1)
         sequence = max(sequence, _sequence(self.current())) + 1
         snapshot_id = f"{sequence:012d}-{digest[:16]}"
-        write_atomically(self.folder / f"{snapshot_id}.pkl", payload)
+        path = self.folder / f"{snapshot_id}.pkl"
+        write_atomically(path, payload)
+        if ship is not None:
+            ship(snapshot_id, path)
         write_atomically(self.folder / self.CURRENT, snapshot_id.encode())
         return snapshot_id
+
+    def ids(self) -> list[str]:
+        """The snapshots kept (a batch replayed after a restart may read any of them)."""
+        return sorted(p.stem for p in self.folder.glob("*.pkl"))
 
     def read(self, snapshot_id: str) -> bytes:
         try:
@@ -219,140 +179,262 @@ def _sequence(snapshot_id: str) -> int:
     return int(head) if head.isdigit() else -1
 
 
+# ---------------------------------------------------------------- the query table
+
+
+@dataclass(frozen=True, slots=True)
+class TableEntry:
+    """A query the job runs."""
+
+    id: str
+    plan: str
+    """Plan id: the shipped plan file (`plan-<id>.pkl`) and the namespace of the query's keys in
+    the state store; a new one (another automaton, or a replay from the registration) starts the
+    query afresh from `start`."""
+    streams: tuple[str, ...]
+    """The streamset (empty: every stream, EP-SPARQL)."""
+    start: int
+    """The log position the query reads from when it has no offset yet."""
+    kb: bool = False
+    """Does it read background snapshots (`<snapshots>/<id>/kb`)?"""
+
+
+class QueryTable:
+    """The queries of the job, as a JSON file the driver writes and the planner reads."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._cache: tuple[int, int, list[TableEntry]] | None = None
+
+    def write(self, entries: Sequence[TableEntry]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        body = {"queries": [asdict(entry) for entry in entries]}
+        write_atomically(self.path, json.dumps(body, sort_keys=True).encode())
+
+    def read(self) -> list[TableEntry]:
+        """The entries (re-read when the file changed: the planner asks at every trigger)."""
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            return []
+        cached = self._cache
+        if cached is not None and cached[:2] == (stat.st_mtime_ns, stat.st_ino):
+            return cached[2]
+        body = json.loads(self.path.read_bytes())
+        entries = [
+            TableEntry(q["id"], q["plan"], tuple(q["streams"]), int(q["start"]), bool(q.get("kb")))
+            for q in body["queries"]
+        ]
+        self._cache = (stat.st_mtime_ns, stat.st_ino, entries)
+        return entries
+
+
 # ---------------------------------------------------------------- the source
 
 
-class LogPartition(InputPartition):
-    """One slice of a micro-batch's events, with the batch's header (pickled
-    by the planner, read on an executor)."""
+@dataclass(frozen=True, slots=True)
+class QueryFacts:
+    """What a partition's header says about one query's part of the micro-batch."""
 
-    def __init__(self, header: tuple[Any, ...], events: list[tuple[Any, ...]]) -> None:
+    plan: str
+    streams: tuple[str, ...]
+    end: int
+    closed: int
+    clock: float
+    count: int
+    prev_closed: int
+    prev_clock: float
+    kb: str
+    """`kb-<query id>-<snapshot id>.pkl`, the shipped snapshot its GPMs read ("" for none)."""
+    behind: bool
+
+
+class LogPartition(InputPartition):
+    """One slice of a micro-batch's events, with the batch's facts (pickled by the planner, read
+    on an executor). An event is `_event_row` plus `{plan id: rank}` of the queries that read it."""
+
+    def __init__(self, facts: list[QueryFacts], clock: float, events: list[tuple[Any, ...]]) -> None:
         super().__init__(None)
-        self.header = header
+        self.facts = facts
+        self.clock = clock
         self.events = events
 
 
 class EventLogSource(DataSource):
-    """`spark.readStream.format("rsep_event_log")` with the options of
-    `EventLogReader`."""
+    """`spark.readStream.format("rsep_event_log")` with the options of `EventLogReader`."""
 
     @classmethod
     def name(cls) -> str:
         return SOURCE_NAME
 
     def schema(self) -> StructType:
-        return SOURCE_SCHEMA
+        from rsep.plugin.spark.stream_stages import ROW_SCHEMA
+
+        return ROW_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return EventLogReader(self.options)
 
 
+_FRESH = {"segment": -1, "byte": 0, "rank": -1, "time": "", "events": 0, "closed": -1, "clock": "", "kb": ""}
+"""A query's offset before its first batch (with `plan` and `position`)."""
+
+
 class EventLogReader(DataSourceStreamReader):
-    """Options: `log` (the log folder), `snapshots` (the query's snapshot
-    folder), `streams` (JSON list of the streamset's IRIs), `start` (first log
-    position), `partition_size` (events per partition), `partitions` (at most
-    this many per batch), `max_records` (records per batch) and `broadcast`
-    (the id of the snapshot the executors have as a broadcast variable)."""
+    """Options: `log` (the log folder), `table` (the query table's file), `snapshots` (the folder
+    of the queries' checkpoint folders, each with its `kb/` snapshots), `partition_size` (events
+    per partition), `partitions` (at most this many per batch) and `max_records` (records read per
+    query and batch)."""
 
     def __init__(self, options: Mapping[str, str]) -> None:
         self.log = Path(options["log"])
-        self.snapshots = SnapshotFiles(Path(options["snapshots"]))
-        self.streams = frozenset(json.loads(options["streams"]))
-        self.start = int(options["start"])
+        self.table = QueryTable(Path(options["table"]))
+        self.snapshots = Path(options["snapshots"])
         self.partition_size = int(options.get("partition_size", "5000"))
         self.max_partitions = int(options.get("partitions", "1"))
         self.max_records = int(options.get("max_records", "10000"))
-        self.broadcast = options.get("broadcast", "")
-        self._read: tuple[int, int, list[LogRecord]] | None = None
-        """The records of the last `latestOffset` (start, end): `partitions` reuses them."""
+        self.reads: Callable[[Path, int, int, int, int | None, int | None], LogSpan] = _read
+        self._read: tuple[str, str, dict[str, list[LogRecord]]] | None = None
+        """The records of the last `latestOffset` per query (start, end as JSON): `partitions`
+        reuses them."""
 
     def initialOffset(self) -> dict[str, Any]:
-        return {"position": self.start, "segment": -1, "byte": 0, "rank": -1, "time": "", "events": 0,
-                "closed": -1, "clock": "", "kb": ""}  # fmt: skip
+        return {"head": -1, "clock": "", "queries": {}}
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_records)
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
-        cap = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        span = read_log(self.log, start["position"], start["segment"], start["byte"], limit=cap)
-        if not span.records:
+        cap = limit.max_rows if isinstance(limit, ReadMaxRows) else self.max_records
+        entries = self.table.read()
+        spans: dict[tuple[int, int, int], LogSpan] = {}
+        queries: dict[str, Any] = {}
+        records: dict[str, list[LogRecord]] = {}
+        for entry in entries:
+            state = self._begin(start, entry)
+            at = (state["position"], state["segment"], state["byte"])
+            span = spans.get(at)
+            if span is None:
+                span = spans[at] = self.reads(self.log, *at, None, cap)
+            if not span.records:
+                if entry.id in start["queries"] and state is start["queries"][entry.id]:
+                    queries[entry.id] = state  # unmoved: carried on
+                continue
+            fresh, rank, time, closed, clock = _number(state, entry, span.records)
+            queries[entry.id] = {"plan": entry.plan, "position": span.position, "segment": span.segment,
+                                 "byte": span.byte, "rank": rank, "time": _text(time),
+                                 "events": state["events"] + len(fresh), "closed": closed,
+                                 "clock": _text(clock), "kb": self._snapshot(entry)}  # fmt: skip
+            records[entry.id] = span.records
+        if not records:
             return start
-        fresh, rank, time, closed, clock = self._number(start, span.records)
-        self._read = (start["position"], span.position, span.records)
-        return {"position": span.position, "segment": span.segment, "byte": span.byte, "rank": rank,
-                "time": _text(time), "events": start["events"] + len(fresh), "closed": closed,
-                "clock": _text(clock), "kb": self.snapshots.current()}  # fmt: skip
+        newest = max(r.event.time.seconds for found in records.values() for r in found)
+        old_clock = _time(start["clock"])
+        head = max(start["head"], *(q["position"] for q in queries.values()))
+        end = {"head": head, "clock": _text(newest if old_clock is None else max(old_clock, newest)),
+               "queries": queries}  # fmt: skip
+        self._read = (json.dumps(start, sort_keys=True), json.dumps(end, sort_keys=True), records)
+        return end
+
+    def _begin(self, start: dict[str, Any], entry: TableEntry) -> dict[str, Any]:
+        """A query's offset at the batch's start: its own, or fresh at its registration when it has
+        none (new) or one of another plan (replayed from the registration)."""
+        state = start["queries"].get(entry.id)
+        if state is not None and state["plan"] == entry.plan:
+            return state  # type: ignore[no-any-return]
+        return {**_FRESH, "plan": entry.plan, "position": entry.start}
+
+    def _snapshot(self, entry: TableEntry) -> str:
+        return SnapshotFiles(self.snapshots / entry.id / "kb").current() if entry.kb else ""
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        if end["position"] <= start["position"]:
-            return []
-        records = self._records(start, end)
-        fresh, rank, _, closed, clock = self._number(start, records)
-        facts = (rank, closed, _text(clock), start["events"] + len(fresh))
-        logged = (end["rank"], end.get("closed", closed), end.get("clock", _text(clock)), end["events"])
-        if facts != logged:
-            raise ValueError(f"the log changed under offsets {start} .. {end}")
-        snapshot = end["kb"]
-        data = self.snapshots.read(snapshot) if snapshot and snapshot != self.broadcast else None
-        previous = _time(start.get("clock", ""))  # older offsets lack the batch facts
-        header = (end["position"], rank, clock, closed, end["events"], start.get("closed", -1),
-                  0.0 if previous is None else previous, snapshot, data)  # fmt: skip
-        return [LogPartition(header, [_event_row(n) for n in part]) for part in self._slices(fresh)]
-
-    def _number(
-        self, start: dict[str, Any], records: list[LogRecord]
-    ) -> tuple[list[NumberedEvent], int, float | None, int, float]:
-        """The streamset's events among `records`, numbered from `start`; the
-        last rank and time; the batch's closed rank and clock, as
-        `QueryRunner.step` has them (the newest rank is open while nothing
-        later is in the batch)."""
-        fresh, rank, time = number_records(records, self.streams, start["rank"], _time(start["time"]))
-        clock = max(r.event.time.seconds for r in records)
-        closed = rank - 1 if time is not None and clock <= time else rank
-        return fresh, rank, time, closed, clock
-
-    def _records(self, start: dict[str, Any], end: dict[str, Any]) -> list[LogRecord]:
+        entries = {entry.id: entry for entry in self.table.read()}
         cached = self._read
-        if cached is not None and cached[:2] == (start["position"], end["position"]):
-            return cached[2]
-        span = read_log(self.log, start["position"], start["segment"], start["byte"], stop=end["position"])
-        if span.position != end["position"]:
-            raise ValueError(f"the log ends at {span.position}, before the batch's end {end['position']}")
+        keys = (json.dumps(start, sort_keys=True), json.dumps(end, sort_keys=True))
+        reused = cached[2] if cached is not None and cached[:2] == keys else {}
+        facts: list[QueryFacts] = []
+        events: dict[int, tuple[NumberedEvent, dict[str, int]]] = {}
+        for query_id, last in end["queries"].items():
+            entry = entries.get(query_id)
+            if entry is None or entry.plan != last["plan"]:
+                continue  # unregistered (or replayed afresh) since: nobody reads its results
+            first = self._begin(start, entry)
+            if first["position"] == last["position"] and first is start["queries"].get(query_id):
+                continue  # did not move in this batch
+            records = reused.get(query_id)
+            if records is None:
+                records = self._records(first, last)
+            fresh, rank, _, closed, clock = _number(first, entry, records)
+            logged = (last["rank"], last["closed"], last["clock"], last["events"])
+            if (rank, closed, _text(clock), first["events"] + len(fresh)) != logged:
+                raise ValueError(f"the log changed under the offsets of query {query_id}: {first} .. {last}")
+            previous = _time(first["clock"])
+            kb = f"kb-{query_id}-{last['kb']}.pkl" if last["kb"] else ""
+            facts.append(QueryFacts(entry.plan, entry.streams, last["position"], closed, clock,
+                                    last["events"], first["closed"], 0.0 if previous is None else previous,
+                                    kb, last["position"] < end["head"]))  # fmt: skip
+            for numbered in fresh:
+                found = events.get(numbered.id)
+                if found is None:
+                    found = events[numbered.id] = (numbered, {})
+                found[1][entry.plan] = numbered.rank
+        if not facts:
+            return []
+        newest = _time(end["clock"])
+        rows = [(*_event_row(n), ranks) for _, (n, ranks) in sorted(events.items())]
+        return [LogPartition(facts, newest or 0.0, part) for part in self._slices(rows)]
+
+    def _records(self, first: dict[str, Any], last: dict[str, Any]) -> list[LogRecord]:
+        span = self.reads(
+            self.log, first["position"], first["segment"], first["byte"], last["position"], None
+        )
+        if span.position != last["position"]:
+            raise ValueError(f"the log ends at {span.position}, before the batch's end {last['position']}")
         return span.records
 
-    def _slices(self, fresh: list[NumberedEvent]) -> list[list[NumberedEvent]]:
-        """About `partition_size` events per partition, at most `partitions`
-        of them; one (header only) when the batch has none of the streamset."""
-        if not fresh:
+    def _slices(self, rows: list[tuple[Any, ...]]) -> list[list[tuple[Any, ...]]]:
+        """About `partition_size` events per partition, at most `partitions` of them; one
+        (header only) when the batch has no event any query reads."""
+        if not rows:
             return [[]]
-        count = min(self.max_partitions, math.ceil(len(fresh) / self.partition_size))
-        size = math.ceil(len(fresh) / max(count, 1))
-        return [fresh[i : i + size] for i in range(0, len(fresh), size)]
+        count = min(self.max_partitions, math.ceil(len(rows) / self.partition_size))
+        size = math.ceil(len(rows) / max(count, 1))
+        return [rows[i : i + size] for i in range(0, len(rows), size)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from rsep.plugin.spark.stream_stages import gpm_rows  # executors only: pandas, Oxigraph
+
         assert isinstance(partition, LogPartition)
-        end, rank, clock, closed, count, prev_closed, prev_clock, snapshot, data = partition.header
-        rows = [(HEADER, end, rank, clock, "", "", "", False, "", None, None, closed, count, prev_closed,
-                 prev_clock, snapshot, data)]  # fmt: skip
-        rows.extend(
-            (EVENT, *event, closed, count, prev_closed, prev_clock, "", None) for event in partition.events
-        )
-        columns = list(zip(*rows, strict=True))
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(list(c), type=f.type) for c, f in zip(columns, _ARROW_SCHEMA, strict=True)],
-            schema=_ARROW_SCHEMA,
-        )
+        yield gpm_rows(partition.facts, partition.clock, partition.events)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Batches up to `end` are done: older snapshots are no longer needed."""
-        if end.get("kb"):
-            self.snapshots.collect(end["kb"])
+        for query_id, state in end["queries"].items():
+            if state.get("kb"):
+                SnapshotFiles(self.snapshots / query_id / "kb").collect(state["kb"])
+
+
+def _read(
+    directory: Path, position: int, segment: int, byte: int, stop: int | None, limit: int | None
+) -> LogSpan:
+    return read_log(directory, position, segment, byte, stop=stop, limit=limit)
+
+
+def _number(
+    state: Mapping[str, Any], entry: TableEntry, records: list[LogRecord]
+) -> tuple[list[NumberedEvent], int, float | None, int, float]:
+    """The streamset's events among `records`, numbered on from the query's offset; the last rank
+    and time; the batch's closed rank and clock, as `QueryRunner.step` has them (the newest rank
+    is open while nothing later is in the batch)."""
+    fresh, rank, time = number_records(records, entry.streams, state["rank"], _time(state["time"]))
+    clock = max(r.event.time.seconds for r in records)
+    closed = rank - 1 if time is not None and clock <= time else rank
+    return fresh, rank, time, closed, clock
 
 
 def _event_row(numbered: NumberedEvent) -> tuple[Any, ...]:
     event, start = numbered.event, numbered.event.start
-    return (numbered.id, numbered.rank, event.time.seconds, event.stream, event.name, event.time.lexical,
+    return (numbered.id, event.stream, event.name, event.time.seconds, event.time.lexical,
             event.time.numeric, event.ntriples, start and start.seconds, start and start.lexical)  # fmt: skip
 
 

@@ -13,15 +13,20 @@ import hashlib
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+from urllib.parse import urlsplit
 
 from py4j.protocol import Py4JError
+from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkException, PySparkRuntimeError
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from rsep.plugin.errors import EngineUnavailable
@@ -65,6 +70,12 @@ _LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]$")
 and the test cluster local-cluster[workers,cores,memory]."""
 _JAVA_VERSION = re.compile(r'version "(\d+)(?:\.(\d+))?')
 _MIN_JAVA = 17
+CONNECT_TIMEOUT = 5.0
+"""Seconds to wait for a standalone master's port to accept a connection (Spark itself retries
+its registration for 60 s before it gives up)."""
+_JVM_NOISE = (b"WARNING: Using incubator modules:",)
+"""Lines the JVM prints on its stderr that say nothing to an rsep user: Spark's launcher adds
+`--add-modules=jdk.incubator.vector` to every JVM it starts, and Java announces it."""
 
 
 def get_session(
@@ -96,6 +107,8 @@ def get_session(
     for name, value in {**settings, **(conf or {})}.items():
         builder = builder.config(name, value)
     try:
+        if starting:
+            _launch_jvm({"spark.master": master, "spark.app.name": app_name, **settings, **(conf or {})})
         session = builder.getOrCreate()
     except PySparkRuntimeError as error:
         if error.getCondition() == "JAVA_GATEWAY_EXITED":
@@ -110,13 +123,38 @@ def get_session(
 
 
 def check_startable(master: str) -> None:
-    """Fail fast, in one sentence, where starting Spark on `master` cannot work."""
+    """Fail fast, in one sentence, where starting Spark on `master` cannot work: a master URL
+    Spark would not parse, no usable Java, or a standalone master (`spark://HOST:PORT[,...]`)
+    none of whose addresses accepts a connection within `CONNECT_TIMEOUT` seconds (Spark would
+    retry for a minute, then fail with "All masters are unresponsive")."""
     if not _accepted(master.strip()):
         raise SparkUnavailable(
             f"Spark master {master!r} is not one Spark accepts (local, local[N], local[*], local[N,F], "
             "spark://HOST:PORT, yarn, k8s://URL)"
         )
     check_java()
+    if master.strip().startswith("spark://"):
+        check_reachable(master.strip())
+
+
+def check_reachable(master: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """A standalone master URL: one of its HOST:PORT addresses accepts a TCP connection."""
+    problems = []
+    for address in master[len("spark://") :].split(","):
+        parts = urlsplit(f"spark://{address}")
+        try:
+            host, port = parts.hostname, parts.port or 7077
+        except ValueError:
+            host, port = None, None
+        if not host or port is None:
+            raise SparkUnavailable(f"Spark master {master!r}: {address!r} is not HOST:PORT")
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                return
+        except OSError as error:
+            reason = "no answer" if isinstance(error, TimeoutError) else (error.strerror or str(error))
+            problems.append(f"{host}:{port}: {reason}")
+    raise SparkUnavailable(f"Spark master {master} is unreachable ({'; '.join(problems)})")
 
 
 def java_problem() -> str | None:
@@ -191,6 +229,36 @@ def failure_message(error: BaseException) -> str:
             message = None
     text = str(message or error).strip()
     return " ".join(text.split("\n")[0].split()) or type(error).__name__
+
+
+def _launch_jvm(settings: Mapping[str, str]) -> None:
+    """Start the driver JVM as `SparkContext` would, but with its stderr read by a thread that
+    passes every line on to ours except `_JVM_NOISE` (pyspark lets the JVM write to the
+    terminal itself). Done before the first context only: later ones reuse the JVM."""
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf()
+    for name, value in settings.items():
+        conf.set(name, value)
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})  # type: ignore[no-untyped-call]
+    stream = getattr(gateway, "proc", None)
+    if stream is not None and stream.stderr is not None:
+        threading.Thread(target=_pass_on, args=(stream.stderr,), name="rsep-jvm-stderr", daemon=True).start()
+    SparkContext._gateway = gateway
+    SparkContext._jvm = gateway.jvm
+
+
+def _pass_on(stream: IO[bytes]) -> None:
+    """Copy the JVM's stderr to ours, line by line, leaving out `_JVM_NOISE`."""
+    out = sys.stderr.buffer if hasattr(sys.stderr, "buffer") else None
+    for line in iter(stream.readline, b""):
+        if line.startswith(_JVM_NOISE):
+            continue
+        if out is not None:
+            out.write(line)
+            out.flush()
+        else:
+            sys.stderr.write(line.decode(errors="replace"))
 
 
 def _log_errors_of(logger: str, session: SparkSession) -> None:

@@ -43,6 +43,7 @@ def test_the_environment_sets_what_no_flag_gives() -> None:
         "RSEP_CHECKPOINT_INTERVAL": "0",
         "RSEP_SSE_HEARTBEAT": "2.5",
         "RSEP_SPARK_TRIGGER_INTERVAL": "0.05",
+        "RSEP_CHECKPOINT_LOCATION": "file:///shared/rsep",
         "RSEP_UNRELATED": "ignored",
     }
     assert configuration(serve_options(), environ) == {
@@ -52,6 +53,7 @@ def test_the_environment_sets_what_no_flag_gives() -> None:
         "RSEP_CHECKPOINT_INTERVAL": 0.0,
         "RSEP_SSE_HEARTBEAT": 2.5,
         "RSEP_SPARK_TRIGGER_INTERVAL": 0.05,
+        "RSEP_CHECKPOINT_LOCATION": "file:///shared/rsep",
     }
 
 

@@ -5,10 +5,6 @@ subprocess."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -27,8 +23,6 @@ from rsep.plugin.store.kb import KnowledgeBase, solutions
 from rsep.plugin.store.match_sink import OxigraphMatchSink
 from rsep.plugin.vocabulary import MATCHES_GRAPH
 from tests.support.events import S1, clock, event
-from tests.support.paths import REPO
-from tests.support.servers import Server, free_port
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -145,88 +139,3 @@ def spanning(start: str, time: int, name: str, **kwargs) -> GraphEvent:
 
 
 # --------------------------------------------------------------------------- `rsep serve --engine spark`
-
-START_TIMEOUT = 120
-
-
-class SparkServer(Server):
-    """A `rsep serve --engine spark --master local[2]` subprocess."""
-
-    def __init__(self, data: Path, log: Path, *, engine: str | None = "spark") -> None:
-        """`engine=None` leaves `--engine` out: the server's default. (Not Server's
-        constructor: another command, a longer start.)"""
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.data = data
-        command = [sys.executable, "-m", "rsep.endpoint.cli", "serve", "--port", str(self.port),
-                   "--data", str(data), "--master", "local[2]"]  # fmt: skip
-        if engine is not None:
-            command += ["--engine", engine]
-        self.process = subprocess.Popen(command, cwd=REPO, stdout=log.open("ab"), stderr=subprocess.STDOUT,
-                                        env=dict(os.environ))  # fmt: skip
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            try:
-                self.get("/queries")
-                return
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"rsep serve did not start: {log.read_text()}") from None
-                time.sleep(0.2)
-
-    def descendants(self) -> list[int]:
-        children: dict[int, list[int]] = {}
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    stat = Path(f"/proc/{entry}/stat").read_text()
-                except OSError:
-                    continue
-                children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
-        found, todo = [], [self.process.pid]
-        while todo:
-            for child in children.get(todo.pop(), []):
-                found.append(child)
-                todo.append(child)
-        return found
-
-    def kill(self) -> None:
-        """SIGKILL the server; its JVM notices its stdin closing and exits too
-        (waited for: a JVM still finishing a batch must not meet the next one)."""
-        family = self.descendants()
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
-        deadline = time.monotonic() + 60
-        while any(Path(f"/proc/{pid}").exists() and _alive(pid) for pid in family):
-            assert time.monotonic() < deadline, "the server's JVM outlived it"
-            time.sleep(0.1)
-
-    def terminate(self) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=90)
-
-    def spark_batches(self, query_id: str) -> int:
-        """Micro-batches Spark planned for a query: its offset log (written before a batch runs)
-        in the query's checkpoint folder, which only the Spark engine writes (the in-process
-        engine, which `spark` falls back to without Java, keeps `*.ckpt` files there instead)."""
-        offsets = self.data / "checkpoints" / query_id / "spark" / "offsets"
-        return sum(1 for entry in offsets.iterdir() if entry.name.isdigit()) if offsets.is_dir() else 0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def wait_caught_up(server: SparkServer, query_id: str, timeout: float = 90) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        read = server.get(f"/queries/{query_id}")
-        if read["lag"] == 0 and read["status"] == "running":
-            return read
-        assert read["status"] != "failed", read["error"]
-        assert time.monotonic() < deadline, read
-        time.sleep(0.1)

@@ -4,7 +4,6 @@ in the middle of a stream, background-knowledge updates, unregistering."""
 
 from __future__ import annotations
 
-import json
 import pickle
 import random
 import time
@@ -160,8 +159,8 @@ def _records(events):
 def test_a_driver_checkpoint_of_another_automaton_replays_the_query_from_its_registration(make_node, kb):
     """The driver checkpoint names the automaton the state store's NFA states belong to; one
     of another automaton (an older rsep compiled the query differently, or wrote no
-    fingerprint) is dropped with Spark's checkpoint, and the query is read again from its
-    registration (a new streaming query id in Spark's metadata), finding every graph once."""
+    fingerprint) is dropped, and the query is read again from its registration under a new plan
+    id (its old keys are not read again), finding every graph once."""
     events = synthetic_events(30)
     first = make_node()
     first.engine.start()
@@ -169,23 +168,47 @@ def test_a_driver_checkpoint_of_another_automaton_replays_the_query_from_its_reg
     first.ingest(events[:15])
     first.wait(query)
     first.engine.stop()
-    metadata = first.checkpoints.root / query.id / "spark" / "metadata"
-    spark_id = json.loads(metadata.read_text())["id"]
     payload = first.checkpoints.load(query.id)
     assert payload is not None
     driver = checkpoint_format.decode(payload, "spark-driver")
     assert driver["automaton"] == fingerprint(plan_of("any").automaton)
+    old_plan = driver["plan"]
     del driver["automaton"]  # as an rsep before fingerprints wrote it, in the format before this one
+    driver["plan"] = "elsewhere"  # and the state of another plan id in Spark's offsets
     first.checkpoints.save(query.id, b"rsep-spark-driver/1\n" + pickle.dumps(driver))
 
     second = make_node()
     second.engine.start()
+    assert second.engine.slots.get(query.id).plan_id == old_plan  # the same automaton: the same keys
     second.ingest(events[15:])
     second.wait(query)
-    assert json.loads(metadata.read_text())["id"] != spark_id
     expected = sorted(match_iri(query.id, m) for m in reference(plan_of("any"), list(_records(events))))
     assert graph_iris(kb, query.iri) == expected
     assert second.engine.progress(query.id).matches == len(expected)
+
+
+def test_a_query_registered_while_events_flow_sees_every_later_event_and_history_too(make_node, kb):
+    """One job: registering answers at once (no streaming query starts), a query registered
+    between two requests reads every event after its registration, one registered with `from=0`
+    the whole log, while the first goes on."""
+    events = synthetic_events(40)
+    node = make_node()
+    node.engine.start()
+    first = node.register(QUERIES["any"], start=0)
+    node.ingest(events[:12])
+    node.wait(first)
+    began = time.perf_counter()
+    later = node.register(QUERIES["any"])
+    history = node.register(QUERIES["strict"], start=0)
+    assert time.perf_counter() - began < 1.0
+    assert len([q for q in node.engine.session.streams.active]) == 1
+    node.ingest(events[12:25])
+    node.ingest(events[25:])
+    node.wait(first, later, history)
+    records = list(_records(events))
+    for query, name, start in ((first, "any", 0), (later, "any", 12), (history, "strict", 0)):
+        expected = sorted(match_iri(query.id, m) for m in reference(plan_of(name), records[start:]))
+        assert graph_iris(kb, query.iri) == expected, name
 
 
 def test_a_knowledge_base_update_reaches_the_batches_planned_after_it(make_node, kb):
@@ -218,13 +241,17 @@ def test_unregistering_stops_the_query_and_deletes_its_checkpoints(make_node, kb
     query = node.register(QUERIES["strict"])
     node.ingest([event(1, "a1", val=1), event(2, "c1", kind="c", val=3)])
     node.wait(query)
-    assert graph_iris(kb, query.iri) and (node.checkpoints.root / query.id / "spark").is_dir()
+    other = node.register(QUERIES["any"])
+    assert graph_iris(kb, query.iri) and (node.checkpoints.root / query.id).is_dir()
     node.registry.remove(query.id)
     node.engine.unregister(query.id, purge=True)
     assert node.engine.progress(query.id) is None
     assert not (node.checkpoints.root / query.id).exists()
     assert graph_iris(kb, query.iri) == []
-    assert not [q for q in node.engine.session.streams.active if q.name == f"rsep-{query.id}"]
+    assert [e.id for e in node.engine.table.read()] == [other.id]
+    node.ingest([event(3, "a2", val=1), event(4, "c2", kind="c", val=3)])  # the job goes on
+    node.wait(other)
+    assert graph_iris(kb, other.iri) and graph_iris(kb, query.iri) == []
 
 
 def test_keys_without_new_rows_lose_their_expired_runs_in_the_state_store(make_node, kb, spark):
@@ -234,7 +261,7 @@ def test_keys_without_new_rows_lose_their_expired_runs_in_the_state_store(make_n
     node.ingest([event(1, "a1", key="k1", val=1), event(2, "b1", S2, key="k1", kind="b"),
                  event(3, "a2", key="k2", val=1)])  # fmt: skip
     node.wait(query)
-    checkpoint = str(node.checkpoints.root / query.id / "spark")
+    checkpoint = node.engine.checkpoint_location
 
     def keys_are(expected: list[str]) -> bool:  # Spark commits a batch just after foreachBatch
         try:

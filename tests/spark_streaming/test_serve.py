@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from tests.spark_streaming.support import SparkServer, wait_caught_up
 from tests.support.events import QUERIES, synthetic_events
 from tests.support.servers import Listener, detection_times, expected, post_events
+from tests.support.spark_server import SparkServer, wait_caught_up
 
 pytestmark = [pytest.mark.spark, pytest.mark.e2e]
 

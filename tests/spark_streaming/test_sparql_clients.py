@@ -15,10 +15,10 @@ import rdflib
 from rdflib.plugins.stores.sparqlstore import SPARQLStore
 from SPARQLWrapper import JSON, SPARQLWrapper
 
-from tests.spark_streaming.support import SparkServer, wait_caught_up
 from tests.support.paths import REPO
 from tests.support.servers import rsep_command
 from tests.support.smart_grid import SMART_GRID, SMART_GRID_STREAMS
+from tests.support.spark_server import SparkServer, wait_caught_up
 
 pytestmark = [pytest.mark.spark, pytest.mark.e2e]
 

@@ -28,21 +28,22 @@ from rsep.plugin.service.match_graphs import match_graph, match_iri
 from rsep.plugin.service.runner import load_keyed
 from rsep.plugin.spark.log_source import SnapshotFiles, read_log
 from rsep.plugin.spark.stream_stages import (
+    CLOCK_ROW,
+    GPM_ROW,
     TIME_HIGH,
     TIME_LOW,
     event_time_seconds,
+    plan_file,
     time_below_watermark,
     watermark_after,
 )
 from rsep.plugin.spark.streaming_engine import summary
 from rsep.plugin.store.gpm_stage import GpmEvaluator
 from rsep.plugin.store.kb import KnowledgeBase
-from tests.spark_streaming.simulation import Job, event_time_micros
+from tests.spark_streaming.simulation import QID, Job, event_time_micros
 from tests.spark_streaming.support import INTERVAL_SEQ, KB_QUERY, spanning
 from tests.support.events import OTHER, QUERIES, S1, S2, event, plan_of, records, reference
 from tests.support.spark import knowledge_base
-
-QID = "0123456789abcdef"
 
 
 def appended(folder: Path, events, cuts=(), segment_size: int = 5) -> EventLog:
@@ -195,7 +196,7 @@ def test_a_match_at_the_newest_timestamp_is_found_at_once():
         log.append([event(2, "c2", kind="c", val=3)])  # the same timestamp, a later request
         matches, _ = job.run_batch(job.plan_batch())
         assert sorted(refs[-1].name for _, refs in matches) == ["<urn:t:c1>", "<urn:t:c2>"]
-        assert [k for k, v in job.state.items() if load_keyed(v, plan.automaton)[0].pending] == [
+        assert [k for (_, k), v in job.state.items() if load_keyed(v, plan.automaton)[0].pending] == [
             '["<urn:t:k1>"]'
         ]
 
@@ -209,7 +210,7 @@ def test_keys_without_new_rows_expire_their_runs_and_close_their_pending_rank():
         log.append([event(1, "a1", key="k1", val=1), event(2, "b1", S2, key="k1", kind="b"),
                     event(3, "a2", key="k2", val=1)])  # fmt: skip
         job.run_batch(job.plan_batch())
-        assert set(job.state) == {'["<urn:t:k1>"]', '["<urn:t:k2>"]'}  # k2 only pending (rank 2 open)
+        assert job.keys() == {'["<urn:t:k1>"]', '["<urn:t:k2>"]'}  # k2 only pending (rank 2 open)
         log.append([event(5, "x", OTHER)])
         job.run_batch(job.plan_batch())  # k2 gets no rows: its pending rank closes on its timeout...
         assert set(job.timeouts) == set(job.state)
@@ -242,26 +243,28 @@ def test_batches_follow_the_snapshot_their_offsets_name_also_when_replayed():
     high = knowledge_base("<urn:high> <urn:holds> 1").snapshot(plan.gpms)
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        files = SnapshotFiles(root / "kb")
-        first = files.publish(pickle.dumps(low), "a" * 64)
+        files = SnapshotFiles(root / "ck" / QID / "kb")
         log = EventLog(root / "log")
-        job = Job(plan, root / "log", root / "kb", background=low, broadcast_id=first)
+        job = Job(plan, root / "log", root / "ck")
+        first = files.publish(pickle.dumps(low), "a" * 64, lambda i, _: job.ship_snapshot(QID, i, low))
         log.append([event(1, "a1", val=1), event(2, "c1", kind="c")])
         matches, _ = job.run_batch(job.plan_batch())
         assert [m.mapping["band"] for m, _ in matches] == ["<urn:low>"]
         log.append([event(3, "a2", val=1), event(4, "c2", kind="c")])
         end = job.plan_batch()
-        second = files.publish(pickle.dumps(high), "b" * 64)  # the KB changed after planning
-        assert end["kb"] == first and files.current() == second
+        second = files.publish(pickle.dumps(high), "b" * 64, lambda i, _: job.ship_snapshot(QID, i, high))
+        assert (
+            end["queries"][QID]["kb"] == first and files.current() == second
+        )  # the KB changed after planning
         replayed, _ = job.run_batch(end, commit=False)
         job.new_reader()
         matches, _ = job.run_batch(end)
         assert [m.mapping["band"] for m, _ in replayed] == [m.mapping["band"] for m, _ in matches]
         log.append([event(5, "a3", val=1), event(6, "c3", kind="c")])
-        matches, _ = job.run_batch(job.plan_batch())  # planned after: the new snapshot, attached
+        matches, _ = job.run_batch(job.plan_batch())  # planned after: the new snapshot
         assert sorted({m.mapping["band"] for m, _ in matches}) == ["<urn:high>", "<urn:low>"]
         assert {m.events[0] for m, _ in matches if m.mapping["band"] == "<urn:high>"} == {4}
-        assert sorted(p.stem for p in (root / "kb").glob("*.pkl")) == [second]  # collected on commit
+        assert files.ids() == [second]  # collected on commit
 
 
 def test_no_snapshot_files_for_a_query_without_background():
@@ -313,7 +316,7 @@ def test_a_query_without_within_keeps_its_runs_without_timeouts():
         log = EventLog(root / "log")
         log.append([event(1, "a1", val=1), event(2, "x", OTHER)])
         job.run_batch(job.plan_batch())
-        assert list(job.state) == ['["<urn:t:k1>"]'] and job.timeouts == {}
+        assert job.keys() == {'["<urn:t:k1>"]'} and job.timeouts == {}
 
 
 def test_the_clock_range_constants_are_ordered():
@@ -328,7 +331,7 @@ def test_log_records_of_other_streams_still_move_the_position():
         job = Job(plan, root / "log", root / "kb")
         log.append([event(1, "x", OTHER), event(2, "y", OTHER)])
         _, end = job.run_batch(job.plan_batch())
-        assert end == 2 and job.offset["events"] == 0
+        assert end == 2 and job.offset["queries"][QID]["events"] == 0
         assert LogRecord(0, event(1, "x", OTHER)).position == 0
 
 
@@ -348,16 +351,18 @@ class _Rows:
         return self.rows
 
 
-def _match_row(events: list[tuple[int, str, int]], mapping: dict[str, str]) -> dict:
+def _match_row(plan: str, events: list[tuple[int, str, int]], mapping: dict[str, str]) -> dict:
     refs = [[position, f"<urn:t:{name}>", float(t), str(t), True] for position, name, t in events]
-    return {"batch": False, "events": [e[0] for e in events], "start_time": float(events[0][2]),
-            "end_time": float(events[-1][2]), "start_rank": 0, "end_rank": len(events) - 1,
-            "mapping": mapping, "refs": json.dumps(refs), "end": -1, "count": 0}  # fmt: skip
+    return {"plan": plan, "kind": GPM_ROW, "events": [e[0] for e in events],
+            "start_time": float(events[0][2]), "end_time": float(events[-1][2]), "start_rank": 0,
+            "end_rank": len(events) - 1,
+            "mapping": mapping, "refs": json.dumps(refs), "facts": None}  # fmt: skip
 
 
-def _batch_row(end: int, count: int) -> dict:
-    return {"batch": True, "events": [], "start_time": 0.0, "end_time": 0.0, "start_rank": 0, "end_rank": 0,
-            "mapping": {}, "refs": "[]", "end": end, "count": count}  # fmt: skip
+def _batch_row(plan: str, end: int, count: int) -> dict:
+    return {"plan": "", "kind": CLOCK_ROW, "events": [], "start_time": 0.0, "end_time": 0.0,
+            "start_rank": 0, "end_rank": 0, "mapping": {}, "refs": "[]",
+            "facts": json.dumps({plan: [end, count]})}  # fmt: skip
 
 
 def _driver(tmp_path: Path, kb: KnowledgeBase):
@@ -387,9 +392,10 @@ def test_select_distinct_rows_stay_reported_across_a_restart_of_the_driver(tmp_p
     first.register(query)
     subscription = first.listeners.subscribe(query.id)
     k1 = {"k": "<urn:t:k1>", "v1": '"1"', "v2": '"2"'}
-    rows = [_match_row([(0, "a1", 1), (1, "c1", 2)], k1), _match_row([(0, "a1", 1), (2, "c2", 2)], k1),
-            _batch_row(3, 3)]  # fmt: skip
-    first._on_batch(first.slots.get(query.id), _Rows(rows), 0)
+    plan = first.slots.get(query.id).plan_id
+    rows = [_match_row(plan, [(0, "a1", 1), (1, "c1", 2)], k1),
+            _match_row(plan, [(0, "a1", 1), (2, "c2", 2)], k1), _batch_row(plan, 3, 3)]  # fmt: skip
+    first._on_batch(_Rows(rows), 0)
     record = subscription.get(timeout=0)
     assert record is not None and record["bindings"] == {"k": "<urn:t:k1>"}
     assert subscription.get(timeout=0) is None  # the second match has the same row
@@ -398,8 +404,9 @@ def test_select_distinct_rows_stay_reported_across_a_restart_of_the_driver(tmp_p
     second = engine()  # a restart: the driver's checkpoint holds DISTINCT's memory
     second.slots.load()
     assert counts(second, query.id) == (3, 3, 1)
-    later = [_match_row([(0, "a1", 1), (4, "c3", 5)], {**k1, "v2": '"3"'}), _batch_row(5, 5)]
-    second._on_batch(second.slots.get(query.id), _Rows(later), 1)
+    assert second.slots.get(query.id).plan_id == plan
+    later = [_match_row(plan, [(0, "a1", 1), (4, "c3", 5)], {**k1, "v2": '"3"'}), _batch_row(plan, 5, 5)]
+    second._on_batch(_Rows(later), 1)
     assert counts(second, query.id) == (5, 5, 1)
     assert len(graph_names(kb)) == 1
 
@@ -412,13 +419,14 @@ def test_limit_and_offset_keep_counting_across_a_restart_of_the_driver(tmp_path)
     text = 'SELECT ?k WHERE { ?k <urn:t:kind> "c" } LIMIT 2 OFFSET 1'
 
     def answer(position: int) -> dict:
-        return _match_row([(position, f"c{position}", position)], {"k": f"<urn:t:k{position}>"})
+        return _match_row(plan, [(position, f"c{position}", position)], {"k": f"<urn:t:k{position}>"})
 
     first = _driver(tmp_path, kb)
     query = first.registry.create(text, "ep-sparql", (), 0, {})
     first.register(query)
+    plan = first.slots.get(query.id).plan_id
     subscription = first.listeners.subscribe(query.id)
-    first._on_batch(first.slots.get(query.id), _Rows([answer(1), answer(2), _batch_row(3, 2)]), 0)
+    first._on_batch(_Rows([answer(1), answer(2), _batch_row(plan, 3, 2)]), 0)
     record = subscription.get(timeout=0)
     assert record is not None and record["bindings"] == {"k": "<urn:t:k2>"}
     assert subscription.get(timeout=0) is None
@@ -426,7 +434,7 @@ def test_limit_and_offset_keep_counting_across_a_restart_of_the_driver(tmp_path)
     second = _driver(tmp_path, kb)  # a restart: the driver's checkpoint holds the numbered answers
     second.slots.load()
     subscription = second.listeners.subscribe(query.id)
-    second._on_batch(second.slots.get(query.id), _Rows([answer(3), answer(4), _batch_row(5, 4)]), 1)
+    second._on_batch(_Rows([answer(3), answer(4), _batch_row(plan, 5, 4)]), 1)
     record = subscription.get(timeout=0)
     assert record is not None and record["bindings"] == {"k": "<urn:t:k3>"}
     assert subscription.get(timeout=0) is None
@@ -470,3 +478,75 @@ def test_interval_events_reach_the_keyed_nfa_and_the_match_graphs(max_records):
         graph = match_graph(QID, "urn:q", match, refs, projector, projector.project(match.mapping), "")
         starts[match.events] = graph.start.lexical
     assert starts == {(0, 2): "1.0", (0, 4): "1.0", (3, 4): "10"}
+
+
+# --------------------------------------------------------------------------- one job, many queries
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    spec=st.lists(_event, min_size=1, max_size=24),
+    cuts=st.lists(st.integers(1, 23), max_size=6),
+    joins=st.lists(
+        st.tuples(st.sampled_from(sorted(QUERIES)), st.integers(0, 24), st.booleans()), min_size=1, max_size=4
+    ),
+    max_records=st.sampled_from([2, 3, 10_000]),
+    crashes=st.sets(st.integers(0, 14), max_size=3),
+)
+def test_queries_registered_at_any_time_in_one_job_give_the_matches_of_replay(
+    spec, cuts, joins, max_records, crashes
+):
+    """Queries join the running job after any request, each reading from the head of the log at
+    its registration or from the start of the log (`from=0`, while the others stay at the head);
+    batches are cut short and replayed: each finds `Replay`'s matches over its own events."""
+    events = _events(spec)
+    bounds = [0, *sorted({c for c in cuts if 0 < c < len(events)}), len(events)]
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        log = EventLog(root / "log", segment_size=5)
+        job = Job(None, root / "log", root / "ck", max_records=max_records)
+        found: dict[str, set[str]] = {}
+        starts: dict[str, tuple[str, int]] = {}
+        for request, (start, end) in enumerate(itertools.pairwise(bounds)):
+            for number, (name, after, history) in enumerate(joins):
+                if min(after, len(bounds) - 2) == request:
+                    query_id = f"q{number}"
+                    starts[query_id] = (name, 0 if history else log.next_position)
+                    plan_id = job.add(query_id, plan_of(name), starts[query_id][1])
+                    found[plan_id] = set()
+            log.append(events[start:end])
+            while (offset := job.plan_batch()) is not None:
+                if job.batches in crashes:
+                    job.run_all(offset, commit=False)
+                    job.new_reader()
+                matches, _, errors = job.run_all(offset)
+                assert not errors
+                for plan_id, pairs in matches.items():
+                    found[plan_id].update(match_iri(QID, m) for m, _ in pairs)
+    for query_id, (name, start) in starts.items():
+        expected = {match_iri(QID, m) for m in reference(plan_of(name), records(events)[start:])}
+        assert found[job.entries[query_id].plan] == expected, (query_id, name, start)
+
+
+def test_a_query_that_fails_is_failed_alone_and_an_unregistered_one_leaves_the_batches():
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        log = EventLog(root / "log")
+        job = Job(plan_of("any"), root / "log", root / "ck")
+        broken = job.add("broken", plan_of("strict"))
+        leaving = job.add("leaving", plan_of("kleene"))
+        job.files[plan_file(broken)] = b"not a plan"
+        log.append([event(1, "a1", val=1), event(2, "c1", kind="c", val=2)])
+        found, ends, errors = job.run_all(job.plan_batch())
+        assert list(errors) == [broken] and "UnpicklingError" in errors[broken]
+        assert len(found[job.entries[QID].plan]) == 1 and set(ends) == {
+            job.entries[QID].plan,
+            broken,
+            leaving,
+        }
+        job.remove("leaving")
+        job.remove("broken")  # what the driver does with a failed query
+        log.append([event(3, "a2", val=1), event(4, "c2", kind="c", val=2)])
+        found, ends, errors = job.run_all(job.plan_batch())
+        assert not errors and set(ends) == {job.entries[QID].plan}
+        assert set(job.offset["queries"]) == {QID}
