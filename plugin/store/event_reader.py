@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
@@ -54,6 +54,8 @@ CHUNK_QUADS = 20_000
 
 _GENERATED = f"<{PROV_GENERATED_AT}>"
 _STARTED = f"<{PROV_STARTED_AT}>"
+_TYPED = re.compile(r'"([^"\\]*)"\^\^<([^>]*)>$')
+"""A typed literal with nothing escaped in its lexical form."""
 _UNLABELLED = re.compile(r"_:([a-f][0-9a-f]{15,31})$")
 """How Oxigraph (0.5) names a blank node the document writes without a label (`[ ... ]`, a
 collection): a random 128-bit number in hex that starts with a letter, new on every parse."""
@@ -66,10 +68,10 @@ def stream_event_file(path: Path, stream: str, *, scope: str) -> Iterator[GraphE
     try:
         quads = ox.parse(path=str(path), format=fmt, base_iri=path.resolve().as_uri())
         while True:
-            chunk = list(islice(quads, CHUNK_QUADS))
-            if not chunk:
+            text = _nquads(islice(quads, CHUNK_QUADS))
+            if not text:
                 break
-            yield from reader.feed(_nquads(chunk))
+            yield from reader.feed(text)
     except SyntaxError as error:
         raise syntax_error(str(path), error) from None
     except OSError as error:
@@ -164,20 +166,47 @@ class _Assembler:
         """Events still being read, by graph name as written."""
         self.ready: list[tuple[float, int, GraphEvent]] = []
         """Complete events, a heap by (time, order of completion)."""
-        self.released: OrderedDict[str, None] = OrderedDict()
+        self.released: set[str] = set()
         """The names of the last events released, to name a graph written in two places."""
+        self._released_order: deque[str] = deque()
+        self._remembered = 4 * (window or 0) + 1024
         self.last_time: float | None = None
         self.order = 0
         self.current: str | None = None
 
     def feed(self, text: str) -> Iterator[GraphEvent]:
+        """Read a chunk of N-Quads lines; complete events leave as the window allows. (The loop runs
+        once per triple of the file: the common line, one more triple of the event being read,
+        takes no call.)"""
         blank = "_:" in text
         window = self.window
+        ready = self.ready
+        current, draft = self.current, self.open.get(self.current or "")
         for line in text.split(" .\n"):
-            if line:
-                self._line(line, blank)
-                if window is not None and len(self.ready) > window:
-                    yield from self._release(final=False)
+            if not line:
+                continue
+            body, last = line.rsplit(" ", 1)
+            if body.count(" ") >= 2 and _is_graph(last):
+                if last != current or draft is None:
+                    draft = self._switch(last, blank)
+                    current = last
+                    if draft.first is None:
+                        draft.first, self.order = self.order, self.order + 1
+                draft.lines.append(self.names.triple(body) + " .\n" if blank else body + " .\n")
+            else:
+                subject, predicate, obj = line.split(" ", 2)
+                if subject != current or draft is None:
+                    draft = self._switch(subject, blank)
+                    current = subject
+                self._stamp(draft, predicate, obj)
+            if window is not None and len(ready) > window:
+                yield from self._release(final=False)
+
+    def _switch(self, key: str, blank: bool) -> _Draft:
+        """The reader moves on to lines about `key`: the events behind it may be complete."""
+        self._close_all(keep=key)
+        self.current = key
+        return self._draft(key, blank)
 
     def finish(self) -> Iterator[GraphEvent]:
         self._close_all()
@@ -187,23 +216,6 @@ class _Assembler:
         yield from self._release(final=True)
 
     # ------------------------------------------------------------------ lines
-
-    def _line(self, line: str, blank: bool) -> None:
-        body, last = line.rsplit(" ", 1)
-        if body.count(" ") >= 2 and _is_graph(last):
-            key = last
-            draft = self._draft(key, blank)
-            if draft.first is None:
-                draft.first, self.order = self.order, self.order + 1
-            draft.lines.append(self.names.triple(body) + " .\n" if blank else body + " .\n")
-        else:
-            subject, predicate, obj = line.split(" ", 2)
-            key = subject
-            draft = self._draft(key, blank)
-            self._stamp(draft, predicate, obj)
-        if key != self.current:
-            self._close_all(keep=key)
-            self.current = key
 
     def _draft(self, key: str, blank: bool) -> _Draft:
         draft = self.open.get(key)
@@ -225,14 +237,19 @@ class _Assembler:
                 f"found {predicate} on {draft.name}",
             )
         what = "interval start" if started else "timestamp"
-        # (uncached: every timestamp is a new term, which would only push others out of the cache)
-        term = nt_to_term.__wrapped__(obj) if obj.startswith('"') else None
-        if not isinstance(term, Literal):
-            raise self._stamp_error(
-                draft, f"the {what} of {draft.name} must be a literal, not {obj}", started
-            )
+        typed = _TYPED.match(obj)
+        if typed is not None:  # "lexical"^^<datatype>, nothing escaped: the usual timestamp
+            lexical, datatype = typed.group(1), typed.group(2)
+        else:
+            # (uncached: every timestamp is a new term, which would only push others out of the cache)
+            term = nt_to_term.__wrapped__(obj) if obj.startswith('"') else None
+            if not isinstance(term, Literal):
+                raise self._stamp_error(
+                    draft, f"the {what} of {draft.name} must be a literal, not {obj}", started
+                )
+            lexical, datatype = term.lexical, term.datatype
         try:
-            stamp = Timestamp.from_literal(term.lexical, term.datatype)
+            stamp = Timestamp.from_literal(lexical, datatype)
         except TimestampError as error:
             raise self._stamp_error(draft, f"bad {what} for {draft.name}: {error}", started) from None
         known = draft.start if started else draft.time
@@ -250,10 +267,9 @@ class _Assembler:
         timestamp is complete (one without waits: its timestamp may come later)."""
         if self.window is None:
             return  # a whole payload: everything completes at the end
-        for key, draft in list(self.open.items()):
-            if key != keep and draft.time is not None and draft.lines:
-                del self.open[key]
-                self._complete(draft)
+        open_ = self.open
+        for key in [k for k, d in open_.items() if k != keep and d.time is not None and d.lines]:
+            self._complete(open_.pop(key))
 
     def _complete(self, draft: _Draft) -> None:
         time = draft.time or self.default_time
@@ -291,13 +307,12 @@ class _Assembler:
         if draft.first is None:  # a timestamp without triples: an empty event, after the others
             draft.first, self.order = self.order, self.order + 1
         heapq.heappush(self.ready, (time.seconds, draft.first, event))
-        if self.window is not None:
-            self._remember(draft.written)
-
-    def _remember(self, key: str) -> None:
-        self.released[key] = None
-        while len(self.released) > 4 * (self.window or 0) + 1024:
-            self.released.popitem(last=False)
+        if self.window is not None:  # remembered a while, to name a graph written twice
+            self.released.add(draft.written)
+            order = self._released_order
+            order.append(draft.written)
+            if len(order) > self._remembered:
+                self.released.discard(order.popleft())
 
     def _release(self, final: bool) -> Iterator[GraphEvent]:
         """Complete events in time order: all at the end, else while more than the window wait and
