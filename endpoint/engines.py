@@ -35,6 +35,7 @@ from rsep.endpoint.resources import Resources
 from rsep.plugin import (
     CheckpointStore,
     CompileError,
+    EngineWiring,
     EventLog,
     GpmEvaluator,
     InProcessEngine,
@@ -83,19 +84,19 @@ class EngineParts:
     checkpoints: CheckpointStore
     sink: OxigraphMatchSink
 
+    def wiring(self, **options: Any) -> EngineWiring:
+        """The parts every engine takes (`options`: listeners, accepts)."""
+        return EngineWiring(self.log, self.registry, self.checkpoints, self.sink, **options)
 
-def _inprocess(parts: EngineParts, **options: Any) -> InProcessEngine:
+
+def _inprocess(parts: EngineParts, **wiring: Any) -> InProcessEngine:
     kb = parts.resources.kb
     return InProcessEngine(
-        parts.log,
-        parts.registry,
-        parts.checkpoints,
-        parts.sink,
+        parts.wiring(**wiring),
         compile_registered,
         lambda plan: GpmEvaluator(plan.gpms, kb),
         window_evaluators=lambda plan: OxigraphWindows(plan, kb),
         checkpoint_interval=float(parts.app.config["RSEP_CHECKPOINT_INTERVAL"]),
-        **options,
     )
 
 
@@ -118,17 +119,12 @@ def _spark(parts: EngineParts) -> StreamingEngine:
         return _inprocess(parts)
     listeners = MatchListeners()
     spark = SparkStreamingEngine(
-        parts.log,
-        parts.registry,
-        parts.checkpoints,
-        parts.sink,
+        parts.wiring(listeners=listeners, accepts=lambda query: not is_window_registration(query)),
         compile_event_query,
         parts.resources.kb,
         master=str(parts.app.config["RSEP_MASTER"]),
         trigger_interval=float(parts.app.config["RSEP_SPARK_TRIGGER_INTERVAL"]),
         checkpoint_location=parts.app.config["RSEP_CHECKPOINT_LOCATION"],
-        listeners=listeners,
-        accepts=lambda query: not is_window_registration(query),
     )
     windows = _inprocess(parts, listeners=listeners, accepts=is_window_registration)
     return SplitEngine(spark, windows, is_window_registration)

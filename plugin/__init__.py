@@ -49,6 +49,7 @@ _MODULES = {
     "rsep.plugin.service.checkpoints": ("CheckpointStore",),
     "rsep.plugin.service.engine": ("FAILED", "StreamingEngine"),
     "rsep.plugin.service.inprocess": ("InProcessEngine",),
+    "rsep.plugin.service.lifecycle": ("EngineWiring",),
     "rsep.plugin.service.listeners": ("MatchListeners", "Subscription"),
     "rsep.plugin.service.producers": (
         "ProducerError",
@@ -221,6 +222,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.service.inprocess import (
         InProcessEngine as InProcessEngine,
+    )
+    from rsep.plugin.service.lifecycle import (
+        EngineWiring as EngineWiring,
     )
     from rsep.plugin.service.listeners import (
         MatchListeners as MatchListeners,

@@ -20,24 +20,21 @@ import logging
 import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import islice
 
 from rsep.plugin.compile.query_plan import QueryPlan
-from rsep.plugin.log import EventLog, LogRecord
-from rsep.plugin.service.checkpoints import CheckpointStore
+from rsep.plugin.log import LogRecord
 from rsep.plugin.service.engine import (
     EvaluatorFactory,
-    MatchSink,
     PlanCompiler,
     QueryProgress,
     Runner,
     WindowEvaluatorFactory,
 )
-from rsep.plugin.service.lifecycle import QuerySlots, Slot
-from rsep.plugin.service.listeners import MatchListeners
-from rsep.plugin.service.registry import RegisteredQuery, Registry
+from rsep.plugin.service.lifecycle import EngineWiring, QuerySlots, Slot
+from rsep.plugin.service.registry import RegisteredQuery
 from rsep.plugin.service.runner import QueryRunner
 from rsep.plugin.service.window_runner import WindowRunner
 from rsep.plugin.windows.window_plan import WindowPlan
@@ -58,10 +55,7 @@ class InProcessEngine:
 
     def __init__(
         self,
-        log: EventLog,
-        registry: Registry,
-        checkpoints: CheckpointStore,
-        sink: MatchSink,
+        wiring: EngineWiring,
         compiler: PlanCompiler,
         evaluators: EvaluatorFactory,
         *,
@@ -69,25 +63,16 @@ class InProcessEngine:
         checkpoint_interval: float = 1.0,
         poll_interval: float = 1.0,
         max_batch: int = 10_000,
-        clock: Callable[[], str] | None = None,
-        listeners: MatchListeners | None = None,
-        accepts: Callable[[RegisteredQuery], bool] | None = None,
     ) -> None:
-        self.log = log
-        self.registry = registry
-        self.checkpoints = checkpoints
-        self.sink = sink
+        self.wiring = wiring
+        self.listeners = wiring.listeners
         self.compiler = compiler
         self.evaluators = evaluators
         self.window_evaluators = window_evaluators
         self.checkpoint_interval = checkpoint_interval
         self.poll_interval = poll_interval
         self.max_batch = max_batch
-        self.clock = clock
-        self.listeners = listeners if listeners is not None else MatchListeners()
-        self.slots: QuerySlots[_Slot] = QuerySlots(
-            registry, checkpoints, sink, self.listeners, restore=self._restore, broken=_Slot, accepts=accepts
-        )
+        self.slots: QuerySlots[_Slot] = wiring.slots(restore=self._restore, broken=_Slot)
         self._work = threading.RLock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -187,7 +172,7 @@ class InProcessEngine:
 
     def _run_once(self) -> bool:
         """One batch for every query behind the log's end; True if any moved."""
-        end = self.log.next_position
+        end = self.wiring.log.next_position
         by_position: dict[int, list[_Slot]] = defaultdict(list)
         for slot in self._healthy():
             assert slot.runner is not None
@@ -213,7 +198,7 @@ class InProcessEngine:
             if not todo:
                 return False
             try:
-                created = self.sink.write(runner.step(todo))
+                created = self.wiring.sink.write(runner.step(todo))
             except Exception as error:
                 self.slots.fail(slot, error)
                 return False
@@ -228,18 +213,18 @@ class InProcessEngine:
             return
         dirty = [s for s in self._healthy() if s.dirty]
         if dirty:
-            self.sink.flush()  # the checkpoint must not cover graphs that are not durable
+            self.wiring.sink.flush()  # the checkpoint must not cover graphs that are not durable
             for slot in dirty:
                 with slot.lock:
                     if slot.removed or slot.error or slot.runner is None:
                         continue
-                    self.checkpoints.save(slot.query.id, slot.runner.snapshot())
+                    self.wiring.checkpoints.save(slot.query.id, slot.runner.snapshot())
                     slot.dirty = False
         self._last_checkpoint = now
 
     def _read(self, start: int, end: int) -> list[LogRecord]:
         cached = self._tail.get(start, end)
-        return cached if cached is not None else list(self.log.read(start, end))
+        return cached if cached is not None else list(self.wiring.log.read(start, end))
 
     # ------------------------------------------------------------------ slots
 
@@ -247,14 +232,14 @@ class InProcessEngine:
         """A query's runner from its checkpoint; from its registration when the checkpoint
         cannot be continued (a replayed batch changes nothing: match writes are idempotent)."""
         plan = self.compiler(query)
-        snapshot = self.checkpoints.load(query.id)
+        snapshot = self.wiring.checkpoints.load(query.id)
         try:
             runner = self._runner(query, plan, snapshot)
         except Exception:
             logger.exception("query %s: unreadable checkpoint, replaying from its start", query.id)
             runner = self._runner(query, plan, None)
         # graphs created after the checkpoint are not replayed as new: count what exists
-        runner.state.match_count = self.sink.count(query.iri)
+        runner.state.match_count = self.wiring.sink.count(query.iri)
         return _Slot(query, runner=runner)
 
     def _runner(self, query: RegisteredQuery, plan: QueryPlan | WindowPlan, snapshot: bytes | None) -> Runner:
@@ -262,8 +247,10 @@ class InProcessEngine:
         if isinstance(plan, WindowPlan):
             if self.window_evaluators is None:
                 raise ValueError("this engine was started without window queries (C-SPARQL, CQELS)")
-            return WindowRunner.restore(query, plan, self.window_evaluators(plan), snapshot, self.clock)
-        return QueryRunner.restore(query, plan, self.evaluators(plan), snapshot, self.clock)
+            return WindowRunner.restore(
+                query, plan, self.window_evaluators(plan), snapshot, self.wiring.clock
+            )
+        return QueryRunner.restore(query, plan, self.evaluators(plan), snapshot, self.wiring.clock)
 
     def _healthy(self) -> list[_Slot]:
         return [slot for slot in self.slots.healthy() if slot.runner is not None]

@@ -14,7 +14,9 @@ how a slot comes and goes:
   match graphs;
 - **progress**: `failed` with the error, `running` while the engine runs it, else `waiting`.
 
-`Slot` is what every slot has; an engine's slot type adds its own fields.
+`Slot` is what every slot has; an engine's slot type adds its own fields. `EngineWiring` is
+what every engine is built from (the log it reads, where its queries and checkpoints live, where
+matches go), so both engines take those parts the same way.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from rsep.plugin.graph_events import Timestamp
+from rsep.plugin.log import EventLog
 from rsep.plugin.service.checkpoints import CheckpointStore
 from rsep.plugin.service.engine import FAILED, RUNNING, WAITING, MatchSink
 from rsep.plugin.service.listeners import MatchListeners
@@ -46,6 +50,40 @@ class Slot:
 
 
 S = TypeVar("S", bound=Slot)
+
+
+def _now() -> str:
+    return Timestamp.now().lexical
+
+
+@dataclass(slots=True)
+class EngineWiring:
+    """The parts an engine is wired to, whichever engine it is."""
+
+    log: EventLog
+    registry: Registry
+    checkpoints: CheckpointStore
+    sink: MatchSink
+    listeners: MatchListeners = field(default_factory=MatchListeners)
+    """Shared when two engines serve one endpoint (windows in-process beside Spark)."""
+    clock: Callable[[], str] = _now
+    """The detection time written on each match (a test fixes it)."""
+    accepts: Callable[[RegisteredQuery], bool] | None = None
+    """Which registrations this engine runs (None: all)."""
+
+    def slots(
+        self, *, restore: Callable[[RegisteredQuery], S], broken: Callable[[RegisteredQuery], S]
+    ) -> QuerySlots[S]:
+        """The engine's slots, with the lifecycle below."""
+        return QuerySlots(
+            self.registry,
+            self.checkpoints,
+            self.sink,
+            self.listeners,
+            restore=restore,
+            broken=broken,
+            accepts=self.accepts,
+        )
 
 
 class QuerySlots(Generic[S]):

@@ -62,17 +62,15 @@ from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 from rsep.plugin.compile.query_plan import QueryPlan
 from rsep.plugin.errors import InternalError
 from rsep.plugin.graph_events import Timestamp
-from rsep.plugin.log import EventLog, LogRecord
+from rsep.plugin.log import LogRecord
 from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.nfa.snapshot import fingerprint
 from rsep.plugin.results import Projector
 from rsep.plugin.service import checkpoints as checkpoint_format
-from rsep.plugin.service.checkpoints import CheckpointStore
-from rsep.plugin.service.engine import MatchSink, QueryCompiler, QueryProgress
-from rsep.plugin.service.lifecycle import QuerySlots, Slot
-from rsep.plugin.service.listeners import MatchListeners
+from rsep.plugin.service.engine import QueryCompiler, QueryProgress
+from rsep.plugin.service.lifecycle import EngineWiring, QuerySlots, Slot
 from rsep.plugin.service.match_graphs import EventRef, MatchGraph, match_graph
-from rsep.plugin.service.registry import FAILED, RegisteredQuery, Registry, write_atomically
+from rsep.plugin.service.registry import FAILED, RegisteredQuery, write_atomically
 from rsep.plugin.spark.log_source import SOURCE_NAME, EventLogSource, QueryTable, SnapshotFiles, TableEntry
 from rsep.plugin.spark.session import failure_message, get_session
 from rsep.plugin.spark.stream_stages import (
@@ -191,10 +189,7 @@ class SparkStreamingEngine:
 
     def __init__(
         self,
-        log: EventLog,
-        registry: Registry,
-        checkpoints: CheckpointStore,
-        sink: MatchSink,
+        wiring: EngineWiring,
         compiler: QueryCompiler,
         kb: KnowledgeBase,
         spark: SparkSession | None = None,
@@ -207,14 +202,9 @@ class SparkStreamingEngine:
         max_batch: int = 10_000,
         state_partitions: int | None = None,
         drain_timeout: float = 10.0,
-        clock: Callable[[], str] | None = None,
-        listeners: MatchListeners | None = None,
-        accepts: Callable[[RegisteredQuery], bool] | None = None,
     ) -> None:
-        self.log = log
-        self.registry = registry
-        self.checkpoints = checkpoints
-        self.sink = sink
+        self.wiring = wiring
+        self.listeners = wiring.listeners
         self.compiler = compiler
         self.kb = kb
         self.trigger_interval = trigger_interval
@@ -222,11 +212,9 @@ class SparkStreamingEngine:
         self.partition_size = partition_size
         self.max_batch = max_batch
         self.drain_timeout = drain_timeout
-        self.clock = clock or (lambda: Timestamp.now().lexical)
-        self.listeners = listeners if listeners is not None else MatchListeners()
         self.master = master
         self.state_partitions = state_partitions
-        self.job_dir = checkpoints.root.parent / "spark"
+        self.job_dir = wiring.checkpoints.root.parent / "spark"
         """The query table and the files shipped to executors (the driver's)."""
         self.checkpoint_location = checkpoint_location or str(self.job_dir / "checkpoint")
         """Spark's checkpoint: offsets, commits, the state store."""
@@ -234,15 +222,7 @@ class SparkStreamingEngine:
         self._spark = spark
         self._session: SparkSession | None = None
         self.parallelism = 1
-        self.slots: QuerySlots[_Slot] = QuerySlots(
-            registry,
-            checkpoints,
-            sink,
-            self.listeners,
-            restore=self._restore,
-            broken=_broken,
-            accepts=accepts,
-        )
+        self.slots: QuerySlots[_Slot] = wiring.slots(restore=self._restore, broken=_broken)
         self._control = threading.RLock()
         """Serialises start, stop, register, unregister and the table."""
         self._batch = threading.Lock()
@@ -312,7 +292,7 @@ class SparkStreamingEngine:
         return self._started
 
     def _drain(self, deadline: float) -> None:
-        end = self.log.next_position
+        end = self.wiring.log.next_position
         while time.monotonic() < deadline:
             handle = self._handle
             if handle is None or not handle.isActive:
@@ -370,7 +350,7 @@ class SparkStreamingEngine:
         assert slot.plan is not None
         plan = slot.plan
         self._ship(plan_file(slot.plan_id), pickle.dumps(StagePlan(plan.gpms, plan.key, plan.automaton)))
-        folder = self.checkpoints.root / slot.query.id / "kb"
+        folder = self.wiring.checkpoints.root / slot.query.id / "kb"
         for snapshot in SnapshotFiles(folder).ids():  # a replayed batch may read an older one
             self._ship(_kb_file(slot.query.id, snapshot), (folder / f"{snapshot}.pkl").read_bytes())
         query_id = slot.query.id
@@ -401,9 +381,9 @@ class SparkStreamingEngine:
         """Start (or resume from its checkpoint) the one streaming query."""
         rows = (
             self.session.readStream.format(SOURCE_NAME)
-            .option("log", str(self.log.directory))
+            .option("log", str(self.wiring.log.directory))
             .option("table", str(self.table.path))
-            .option("snapshots", str(self.checkpoints.root))
+            .option("snapshots", str(self.wiring.checkpoints.root))
             .option("partition_size", str(self.partition_size))
             .option("partitions", str(self.parallelism))
             .option("max_records", str(self.max_batch))
@@ -468,9 +448,9 @@ class SparkStreamingEngine:
                     continue
                 work.append((slot, graphs, moved))
             graphs = [g for _, mine, _ in work for g in mine]
-            created = self.sink.write(graphs) if graphs else []
+            created = self.wiring.sink.write(graphs) if graphs else []
             if created or any(moved for _, _, moved in work):
-                self.sink.flush()  # Spark commits the batch when this returns
+                self.wiring.sink.flush()  # Spark commits the batch when this returns
             made = {g.iri for g in created}
             for slot, mine, _ in work:
                 new = [g for g in mine if g.iri in made]
@@ -478,7 +458,7 @@ class SparkStreamingEngine:
                     if slot.plan_id in ends:
                         slot.position, slot.events = ends[slot.plan_id]
                     slot.matches += len(new)
-                    self.checkpoints.save(slot.query.id, _driver_payload(slot, batch_id))
+                    self.wiring.checkpoints.save(slot.query.id, _driver_payload(slot, batch_id))
                 pushed.append((slot, new))
         if failed:
             self._write_table()
@@ -502,7 +482,7 @@ class SparkStreamingEngine:
         assert projector is not None
         graphs = []
         moved = False
-        detected = self.clock()
+        detected = self.wiring.clock()
         for match, refs in sorted(found, key=lambda item: item[0].key()):
             row = projector.project(match.mapping)
             if row is None:
@@ -529,8 +509,8 @@ class SparkStreamingEngine:
         plan = self.compiler(query)
         slot = _Slot(query, plan=plan, position=query.start)
         _project(slot, plan)
-        restored = _restore(self.checkpoints.load(query.id))
-        legacy = self.checkpoints.root / query.id / "spark"
+        restored = _restore(self.wiring.checkpoints.load(query.id))
+        legacy = self.wiring.checkpoints.root / query.id / "spark"
         if legacy.is_dir():  # a streaming query of its own (rsep before the single job)
             logger.info("query %s: leaving its own streaming query, replaying it in the job", query.id)
             shutil.rmtree(legacy)
@@ -549,9 +529,9 @@ class SparkStreamingEngine:
             slot.seen = set(map(tuple, restored.get("seen") or ()))
             slot.projector.slice.numbered = dict(restored.get("numbered") or {})  # type: ignore[union-attr]
         else:
-            self.checkpoints.save(query.id, _driver_payload(slot, -1))  # the new plan id holds
+            self.wiring.checkpoints.save(query.id, _driver_payload(slot, -1))  # the new plan id holds
         # graphs created after the last driver checkpoint are not new on replay: count the store
-        slot.matches = self.sink.count(query.iri)
+        slot.matches = self.wiring.sink.count(query.iri)
         return slot
 
     def _healthy(self) -> list[_Slot]:
@@ -589,7 +569,7 @@ class SparkStreamingEngine:
                 return
             logger.error("the streaming job failed, restarting it: %s", message)
             for slot in self._healthy():  # the batch is run again: the driver's half goes back too
-                restored = _restore(self.checkpoints.load(slot.query.id))
+                restored = _restore(self.wiring.checkpoints.load(slot.query.id))
                 if restored is not None and restored.get("plan") == slot.plan_id:
                     slot.seen = set(map(tuple, restored.get("seen") or ()))
                     slot.projector.slice.numbered = dict(restored.get("numbered") or {})  # type: ignore[union-attr]

@@ -20,6 +20,7 @@ from rsep.plugin.numbering import number_events
 from rsep.plugin.replay import Replay
 from rsep.plugin.service.checkpoints import CheckpointStore
 from rsep.plugin.service.inprocess import InProcessEngine
+from rsep.plugin.service.lifecycle import EngineWiring
 from rsep.plugin.service.match_graphs import match_iri
 from rsep.plugin.service.registry import FAILED, RegisteredQuery, Registry
 from rsep.plugin.service.runner import load_state
@@ -48,10 +49,10 @@ class Node:
         self.checkpoints = CheckpointStore(root / "checkpoints")
         self.sink = OxigraphMatchSink(kb)
         self.engine = InProcessEngine(
-            self.log, self.registry, self.checkpoints, self.sink,
+            EngineWiring(self.log, self.registry, self.checkpoints, self.sink, clock=clock),
             lambda q: compile_query(parse_event_query(q.text)),
             lambda plan: GpmEvaluator(plan.gpms, kb),
-            checkpoint_interval=interval, poll_interval=0.05, max_batch=max_batch, clock=clock,
+            checkpoint_interval=interval, poll_interval=0.05, max_batch=max_batch,
         )  # fmt: skip
 
     def register(self, text=QUERY, start=None):
@@ -316,8 +317,8 @@ def test_a_checkpoint_rsep_can_no_longer_continue_replays_the_query_from_its_reg
     with pytest.raises(StateMismatch):
         load_state(checkpoints.load(query.id), plan.automaton)
     engine = InProcessEngine(
-        log, registry, checkpoints, OxigraphMatchSink(kb), _compile_with_options,
-        lambda plan: GpmEvaluator(plan.gpms, kb), checkpoint_interval=0.0, poll_interval=0.05, clock=clock,
+        EngineWiring(log, registry, checkpoints, OxigraphMatchSink(kb), clock=clock), _compile_with_options,
+        lambda plan: GpmEvaluator(plan.gpms, kb), checkpoint_interval=0.0, poll_interval=0.05,
     )  # fmt: skip
     engine.drain()
     assert registry.get(query.id).status != FAILED

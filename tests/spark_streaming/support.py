@@ -16,6 +16,7 @@ from rsep.plugin.compile.query_plan import QueryPlan, compile_query
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.log import EventLog, LogRecord
 from rsep.plugin.service.checkpoints import CheckpointStore
+from rsep.plugin.service.lifecycle import EngineWiring
 from rsep.plugin.service.registry import RegisteredQuery, Registry
 from rsep.plugin.service.runner import QueryRunner
 from rsep.plugin.store.gpm_stage import GpmEvaluator
@@ -50,8 +51,8 @@ class Node:
         self.checkpoints = CheckpointStore(root / "checkpoints")
         self.sink = OxigraphMatchSink(kb)
         self.engine: SparkStreamingEngine = SparkStreamingEngine(
-            self.log, self.registry, self.checkpoints, self.sink, compile_text, kb, spark,
-            trigger_interval=trigger_interval, kb_poll=0.1, clock=clock,
+            EngineWiring(self.log, self.registry, self.checkpoints, self.sink, clock=clock),
+            compile_text, kb, spark, trigger_interval=trigger_interval, kb_poll=0.1,
         )  # fmt: skip
 
     def register(self, text: str, start: int | None = None) -> RegisteredQuery:

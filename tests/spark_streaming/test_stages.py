@@ -24,6 +24,7 @@ from rsep.plugin.nfa.runtime import Match
 from rsep.plugin.numbering import number_events
 from rsep.plugin.replay import Replay
 from rsep.plugin.results import Projector
+from rsep.plugin.service.lifecycle import EngineWiring
 from rsep.plugin.service.match_graphs import match_graph, match_iri
 from rsep.plugin.service.runner import load_keyed
 from rsep.plugin.spark.log_source import SnapshotFiles, read_log
@@ -376,7 +377,7 @@ def _driver(tmp_path: Path, kb: KnowledgeBase):
     parts = (EventLog(tmp_path / "log"), Registry(tmp_path / "queries"), CheckpointStore(tmp_path / "ck"))
     compiler = lambda q: compile_query(parse_event_query(q.text))  # noqa: E731
     return SparkStreamingEngine(
-        *parts, OxigraphMatchSink(kb), compiler, kb, clock=lambda: "2026-01-01T00:00:00Z"
+        EngineWiring(*parts, OxigraphMatchSink(kb), clock=lambda: "2026-01-01T00:00:00Z"), compiler, kb
     )
 
 
@@ -388,7 +389,7 @@ def test_select_distinct_rows_stay_reported_across_a_restart_of_the_driver(tmp_p
         return _driver(tmp_path, kb)
 
     first = engine()
-    query = first.registry.create(text, "spaseq", plan_of("any").streams, 0, {})
+    query = first.wiring.registry.create(text, "spaseq", plan_of("any").streams, 0, {})
     first.register(query)
     subscription = first.listeners.subscribe(query.id)
     k1 = {"k": "<urn:t:k1>", "v1": '"1"', "v2": '"2"'}
@@ -422,7 +423,7 @@ def test_limit_and_offset_keep_counting_across_a_restart_of_the_driver(tmp_path)
         return _match_row(plan, [(position, f"c{position}", position)], {"k": f"<urn:t:k{position}>"})
 
     first = _driver(tmp_path, kb)
-    query = first.registry.create(text, "ep-sparql", (), 0, {})
+    query = first.wiring.registry.create(text, "ep-sparql", (), 0, {})
     first.register(query)
     plan = first.slots.get(query.id).plan_id
     subscription = first.listeners.subscribe(query.id)
