@@ -63,6 +63,7 @@ from rsep.plugin.algebra.sparql import (
 )
 from rsep.plugin.compile.entailment import BackgroundLookup, is_blank_node_var, is_hidden
 from rsep.plugin.compile.nfa_compiler import CompileError
+from rsep.plugin.compile.simple_gpm import SimpleGpm, simple_gpm
 from rsep.plugin.nfa.automaton import Atom, ResidualFilter
 
 EVENT_VAR = "__rsep_event"
@@ -104,6 +105,9 @@ class GpmPlan:
     (rsep.plugin.compile.lazy)."""
     position: SourcePosition | None = field(default=None, compare=False)
     """Where the GPM is defined, for errors found after planning (`rsep.plugin.store.prepare`)."""
+    simple: SimpleGpm | None = None
+    """The event query's pattern when the GPM stage may match it in Python instead of running
+    `event_query` (rsep.plugin.compile.simple_gpm); None: Oxigraph runs it."""
 
 
 def plan_gpm(index: int, gpm: GraphPatternEvent, outer: frozenset[str] = frozenset()) -> GpmPlan:
@@ -172,6 +176,9 @@ def plan_gpm(index: int, gpm: GraphPatternEvent, outer: frozenset[str] = frozens
         lookups=planned,
         hidden=tuple(sorted(hidden)),
         position=gpm.position,
+        simple=simple_gpm(
+            tuple(rest), tuple(f.expr for f in event_filters), event_vars_sorted, distinct=bool(hidden)
+        ),
     )
 
 
