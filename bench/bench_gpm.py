@@ -39,6 +39,7 @@ from rsep.plugin.compile.gpm_plan import EVENT_GRAPH_PREFIX
 from rsep.plugin.compile.query_plan import QueryPlan
 from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.replay import batches
+from rsep.plugin.store import fast_gpm
 from rsep.plugin.store.gpm_stage import GpmEvaluator
 from rsep.plugin.store.rdfio import batch_nquads
 
@@ -60,6 +61,8 @@ def oxigraph_path(plan: QueryPlan, batches: Sequence[Batch]) -> int:
 
 
 def fast_path(plan: QueryPlan, batches: Sequence[Batch]) -> int:
+    """(Its term cache emptied first: the runs repeat one stream, a live one brings new terms.)"""
+    fast_gpm.forget_terms()
     evaluator = GpmEvaluator(plan.gpms)
     return sum(len(rows) for batch in batches for rows in evaluator.evaluate(batch).values())
 

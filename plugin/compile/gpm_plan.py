@@ -15,6 +15,10 @@ nested in OPTIONAL/UNION, or an OPTIONAL/MINUS/BIND observes its variables),
 the whole GPM runs as one query over a batch store that also holds copies of
 the referenced KB graphs.
 
+When the event part is a basic graph pattern with FILTERs over its own variables, `GpmPlan.simple`
+holds it (rsep.plugin.compile.simple_gpm): the GPM stage then matches it in Python against each
+event's triples instead of running `event_query`, with the same rows.
+
 Under an entailment regime (rsep.plugin.compile.entailment) a GPM may also hold
 lookups: tables over the knowledge base, evaluated once per KB version and
 hash-joined one after the other after the background part; the variables the

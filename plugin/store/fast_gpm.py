@@ -55,16 +55,17 @@ _STORED: dict[str, str] = {}
 emptied when full. Subjects, predicates and objects repeat across events."""
 _XSD = "http://www\\.w3\\.org/2001/XMLSchema#"
 _CANONICAL: Final = re.compile(
-    rf'"(?:0|-?[1-9][0-9]{{0,17}})"\^\^<{_XSD}integer>'
+    rf'"-?(?=[0-9.]{{1,14}}")(?:0|[1-9][0-9]*)(?:\.[0-9]*[1-9])?"\^\^<{_XSD}double>'
+    rf'|"(?:0|-?[1-9][0-9]{{0,17}})"\^\^<{_XSD}integer>'
     rf'|"(?:0|-?[1-9][0-9]{{0,18}}|-?(?:0|[1-9][0-9]{{0,18}})\.[0-9]{{0,17}}[1-9])"\^\^<{_XSD}decimal>'
     rf'|"(?:true|false)"\^\^<{_XSD}boolean>'
 )
-"""Typed literals already in Oxigraph's stored form: 64-bit integers, decimals with at most 18
-fractional digits below 1e19, canonical booleans (a shortcut before `stored_nt`)."""
-_CANONICAL_DOUBLE: Final = re.compile(rf'"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]*[1-9])?)"\^\^<{_XSD}double>')
-"""A double in positional form without trailing zeros: stored as written when its digits, at most
-14 of them, are the shortest that read back as that double (any shorter or equally long
-decimal is at least 5e-16 away relatively, more than half a binary64 ulp)."""
+"""Typed literals already in Oxigraph's stored form (a shortcut before `stored_nt`):
+
+- a double in positional form without trailing zeros, in at most 14 characters: its digits are
+  the shortest that read back as that double (any other decimal of as many digits is at least
+  5e-16 away relatively, more than half a binary64 ulp), which Oxigraph prints;
+- a 64-bit integer, a decimal with at most 18 fractional digits below 1e19, a canonical boolean."""
 _PLAIN_NODE: Final = re.compile(r"<[^<>\s\\\"{}|^`]*>|_:[^\s<>\"]+")
 """An IRI or blank node as Oxigraph prints it (escapes and triple terms excluded)."""
 
@@ -79,13 +80,16 @@ def stored_term(text: str) -> str:
     return found
 
 
+def forget_terms() -> None:
+    """Empties the term cache (and `stored_nt`'s): for measurements that replay one stream."""
+    _STORED.clear()
+    stored_nt.cache_clear()
+
+
 def _stored(text: str) -> str:
     if not text.startswith('"'):
         return text if _PLAIN_NODE.fullmatch(text) else ""
     if _CANONICAL.fullmatch(text):
-        return text
-    double = _CANONICAL_DOUBLE.fullmatch(text)
-    if double is not None and len(double.group(1).lstrip("-0.").replace(".", "")) <= 14:
         return text
     try:
         return stored_nt(text)
@@ -370,26 +374,30 @@ class FastStage:
         for index, matched in out.items():
             gpm = self.gpms[index]
             groups.setdefault(gpm.bgp, []).append((gpm, matched))
-        shapes = list(groups.items())
-        everyone = [item for _, items in shapes for item in items]
+        shapes = [
+            (
+                bgp.solutions,
+                [(gpm.make, matched.rows) for gpm, matched in items if not (gpm.filters or gpm.distinct)],
+                [(gpm, matched) for gpm, matched in items if gpm.filters or gpm.distinct],
+            )
+            for bgp, items in groups.items()
+        ]
         for event_id, event in reversed(events):
             triples = event_index(event.ntriples)
             if triples is None:
-                for _, matched in everyone:
+                for matched in out.values():
                     matched.miss(event_id, event)
                 continue
-            for bgp, items in shapes:
-                found = bgp.solutions(triples)
+            for solve, plain, filtered in shapes:
+                found = solve(triples)
                 if not found:
                     continue
-                for gpm, matched in items:
-                    if gpm.filters or gpm.distinct:
-                        if not gpm.admit(event_id, found, matched.rows):
-                            matched.miss(event_id, event)
-                    else:
-                        make, rows = gpm.make, matched.rows
-                        for solution in found:
-                            rows.append((event_id, make(solution)))
+                for make, rows in plain:
+                    for solution in found:
+                        rows.append((event_id, make(solution)))
+                for gpm, matched in filtered:
+                    if not gpm.admit(event_id, found, matched.rows):
+                        matched.miss(event_id, event)
         return out
 
 
