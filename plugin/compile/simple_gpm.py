@@ -49,6 +49,7 @@ from rsep.plugin.algebra.sparql import (
     UnaryOp,
     Var,
 )
+from rsep.plugin.errors import InternalError
 from rsep.plugin.expr import UnsupportedExpression, compile_filter
 
 FUNCTIONS: Final = frozenset(
@@ -88,8 +89,8 @@ class SimpleGpm:
     distinct: bool = False
 
 
-class _Refused(Exception):
-    """Why a GPM's event part is not simple."""
+class NotSimple(InternalError):
+    """Why a GPM's event part is not simple (caught here: `simple_gpm`, `refusal`)."""
 
 
 def simple_gpm(
@@ -99,7 +100,7 @@ def simple_gpm(
     try:
         triples = _triples(parts)
         _check_filters(filters, triples)
-    except _Refused:
+    except NotSimple:
         return None
     return SimpleGpm(triples, filters, projection, distinct)
 
@@ -108,7 +109,7 @@ def refusal(parts: tuple[Node, ...], filters: tuple[Expr, ...]) -> str | None:
     """Why `simple_gpm` refuses this event part (None: it does not)."""
     try:
         _check_filters(filters, _triples(parts))
-    except _Refused as refused:
+    except NotSimple as refused:
         return str(refused)
     return None
 
@@ -121,10 +122,10 @@ def _triples(parts: tuple[Node, ...]) -> tuple[TriplePattern, ...]:
             _check_triple(triple)
             for term in (triple.subject, triple.object):
                 if isinstance(term, BNode) and labels.setdefault(term.label, number) != number:
-                    raise _Refused(f"the blank node _:{term.label} is used in two basic graph patterns")
+                    raise NotSimple(f"the blank node _:{term.label} is used in two basic graph patterns")
             found.append(triple)
     if not found:
-        raise _Refused("an empty pattern matches every event graph that has a triple")
+        raise NotSimple("an empty pattern matches every event graph that has a triple")
     return tuple(found)
 
 
@@ -136,18 +137,18 @@ def _bgps(parts: tuple[Node, ...], nested: bool) -> list[BGP]:
         elif type(part) is GroupPattern:
             out.extend(_bgps(part.elements, nested=True))
         elif nested and isinstance(part, Filter):
-            raise _Refused("a FILTER in a nested group applies to that group only")
+            raise NotSimple("a FILTER in a nested group applies to that group only")
         else:
-            raise _Refused(f"{type(part).__name__} is matched by Oxigraph")
+            raise NotSimple(f"{type(part).__name__} is matched by Oxigraph")
     return out
 
 
 def _check_triple(triple: TriplePattern) -> None:
     if not isinstance(triple.predicate, (IRI, Var)):
-        raise _Refused("a property path other than one IRI is matched by Oxigraph")
+        raise NotSimple("a property path other than one IRI is matched by Oxigraph")
     for term in (triple.subject, triple.object):
         if not isinstance(term, (Var, IRI, Literal, BNode)):
-            raise _Refused(f"{type(term).__name__} in a triple pattern is matched by Oxigraph")
+            raise NotSimple(f"{type(term).__name__} in a triple pattern is matched by Oxigraph")
 
 
 def _check_filters(filters: tuple[Expr, ...], triples: tuple[TriplePattern, ...]) -> None:
@@ -162,13 +163,13 @@ def _check_filters(filters: tuple[Expr, ...], triples: tuple[TriplePattern, ...]
         try:
             compile_filter(expr)
         except UnsupportedExpression as error:
-            raise _Refused(str(error)) from None
+            raise NotSimple(str(error)) from None
 
 
 def _check_expr(expr: Expr, bound: set[str]) -> None:
     if isinstance(expr, Var):
         if expr.name not in bound:
-            raise _Refused(f"?{expr.name} is not bound by the pattern")
+            raise NotSimple(f"?{expr.name} is not bound by the pattern")
         return
     if isinstance(expr, (IRI, Literal)):
         return
@@ -184,13 +185,13 @@ def _check_expr(expr: Expr, bound: set[str]) -> None:
             _check_expr(item, bound)
         return
     if not isinstance(expr, FunctionCall):
-        raise _Refused(f"{type(expr).__name__} in a FILTER is evaluated by Oxigraph")
+        raise NotSimple(f"{type(expr).__name__} in a FILTER is evaluated by Oxigraph")
     if expr.distinct or not _known_function(expr.name):
-        raise _Refused(f"the function {_function_name(expr.name)} is evaluated by Oxigraph")
+        raise NotSimple(f"the function {_function_name(expr.name)} is evaluated by Oxigraph")
     if expr.name == "REGEX":
         reason = _regex_refusal(expr.args)
         if reason is not None:
-            raise _Refused(reason)
+            raise NotSimple(reason)
     for argument in expr.args:
         _check_expr(argument, bound)
 
@@ -230,7 +231,7 @@ def _regex_refusal(args: tuple[Expr, ...]) -> str | None:
         return "case-insensitive REGEX with a non-ASCII pattern is evaluated by Oxigraph"
     try:
         _scan_regex(text)
-    except _Refused as refused:
+    except NotSimple as refused:
         return f"REGEX pattern {text!r}: {refused}"
     return None
 
@@ -258,11 +259,11 @@ def _scan_regex(pattern: str) -> None:
             index, repeatable = _class_end(pattern, index), True
         elif char == "(":
             if pattern.startswith("(?", index):
-                raise _Refused("(? groups are not XPath")
+                raise NotSimple("(? groups are not XPath")
             index, depth, repeatable = index + 1, depth + 1, False
         elif char == ")":
             if depth == 0:
-                raise _Refused("unbalanced )")
+                raise NotSimple("unbalanced )")
             index, depth, repeatable = index + 1, depth - 1, True
         elif char in "*+?{":
             index = _quantifier_end(pattern, index, repeatable)
@@ -270,16 +271,16 @@ def _scan_regex(pattern: str) -> None:
         elif char in "|^$":
             index, repeatable = index + 1, False
         elif char in "]}#" or (char.isspace() and char != " ") or not char.isprintable():
-            raise _Refused(f"{char!r} is read differently")
+            raise NotSimple(f"{char!r} is read differently")
         else:
             index, repeatable = index + 1, True
     if depth:
-        raise _Refused("unbalanced (")
+        raise NotSimple("unbalanced (")
 
 
 def _escape(pattern: str, index: int) -> None:
     if index + 1 >= len(pattern) or pattern[index + 1] not in _ESCAPES:
-        raise _Refused(f"the escape {pattern[index : index + 2]!r} is read differently or untested")
+        raise NotSimple(f"the escape {pattern[index : index + 2]!r} is read differently or untested")
 
 
 def _class_end(pattern: str, index: int) -> int:
@@ -298,28 +299,28 @@ def _class_end(pattern: str, index: int) -> int:
                 if not (
                     low.isalnum() and high.isalnum() and low.isascii() and high.isascii() and low <= high
                 ):
-                    raise _Refused(f"the range {low}-{high} is not an ASCII alphanumeric range")
+                    raise NotSimple(f"the range {low}-{high} is not an ASCII alphanumeric range")
                 index += 3
             else:
                 index += 1
         else:
-            raise _Refused(f"{pattern[index]!r} in a character class is read differently or untested")
+            raise NotSimple(f"{pattern[index]!r} in a character class is read differently or untested")
         first = False
     if index >= len(pattern) or first:
-        raise _Refused("an unterminated or empty character class")
+        raise NotSimple("an unterminated or empty character class")
     return index + 1
 
 
 def _quantifier_end(pattern: str, index: int, repeatable: bool) -> int:
     if not repeatable:
-        raise _Refused(f"{pattern[index]!r} has nothing to repeat")
+        raise NotSimple(f"{pattern[index]!r} has nothing to repeat")
     if pattern[index] == "{":
         match = _REPEAT.match(pattern, index)
         if match is None:
-            raise _Refused("a { that is not a counted repetition")
+            raise NotSimple("a { that is not a counted repetition")
         low, high = match.group(1), match.group(3)
         if high is not None and int(high) < int(low):
-            raise _Refused("a repetition {n,m} with m < n")
+            raise NotSimple("a repetition {n,m} with m < n")
         index = match.end()
     else:
         index += 1
