@@ -18,13 +18,13 @@ The rows are what the Oxigraph path gives, term for term and as a bag per event:
   pattern is a variable that is not projected), so a pattern matching twice gives two rows;
 - FILTERs are evaluated by `ExactFilter`, which hands an event to Oxigraph where the evaluator
   might answer otherwise; an event whose text is not canonical N-Triples as this module reads it
-  (a triple term, an escaped IRI, ...) goes to Oxigraph too (`FastGpm.match` returns them).
+  (a triple term, an escaped IRI, ...) goes to Oxigraph too (`Matched.missed`).
 
-Events come out in the order Oxigraph's batch store gives them (the reverse of their order in the
-batch), and an event's rows in the reverse order of its triples for a one-pattern GPM (Oxigraph's
-order too); for joins the order of one event's rows may differ from Oxigraph's, which gives none:
-the runtime offers a timestamp's candidates by (events, bindings), whatever their order, as
-the Spark stage's shuffle requires (rsep.plugin.nfa.runtime, `offer_order`).
+Events come out in the reverse of their order in the batch, and an event's rows in the reverse
+order of its triples for a one-pattern GPM: the order Oxigraph's batch store usually gives. It
+fixes none (it differs between runs when events share triples), and no answer depends on it: the
+runtime offers a timestamp's candidates by (events, bindings), whatever their order, as the Spark
+stage's shuffle requires (rsep.plugin.nfa.runtime, `offer_order`; docs/semantics.md).
 """
 
 from __future__ import annotations

@@ -128,7 +128,7 @@ class GpmEvaluator:
         stores: dict[tuple[str, bool], ox.Store],
     ) -> list[Row]:
         """The GPM's rows in a stream's `chosen` events: matched in Python when it is simple
-        (the events that fast path hands back in Oxigraph), else in Oxigraph."""
+        (the events the fast path hands back matched in Oxigraph), else in Oxigraph."""
         if plan.index not in self._fast.gpms:
             return self._complete(
                 plan, self._event_rows(plan, self._store_for(plan, stream, chosen, batch, stores))
