@@ -180,9 +180,9 @@ def plan_gpm(index: int, gpm: GraphPatternEvent, outer: frozenset[str] = frozens
         lookups=planned,
         hidden=tuple(sorted(hidden)),
         position=gpm.position,
-        simple=simple_gpm(
-            tuple(rest), tuple(f.expr for f in event_filters), event_vars_sorted, distinct=bool(hidden)
-        ),
+        simple=None
+        if hidden
+        else simple_gpm(tuple(rest), tuple(f.expr for f in event_filters), event_vars_sorted),
     )
 
 

@@ -318,7 +318,7 @@ class Matched:
 class FastGpm:
     """One simple GPM's rows, made from its shape's solutions."""
 
-    __slots__ = ("bgp", "distinct", "filters", "make", "named")
+    __slots__ = ("bgp", "filters", "make", "named")
 
     def __init__(self, simple: SimpleGpm, bgps: dict[Shape, Bgp]) -> None:
         shape, slots = shape_of(simple.triples)
@@ -330,28 +330,18 @@ class FastGpm:
         self.named = tuple(slot_of.items())
         self.make = row_maker(simple.projection, tuple(slot_of[name] for name in simple.projection))
         self.filters = tuple(ExactFilter(stored_constants(expr)) for expr in simple.filters)
-        self.distinct = simple.distinct
 
     def admit(self, event_id: int, found: list[Solution], rows: list[Row]) -> bool:
-        """Appends the event's rows that pass the filters (each once when distinct); False, with
-        nothing appended, when a filter cannot tell (`ExactFilter`)."""
+        """Appends the event's rows that pass the filters; False, with nothing appended, when a
+        filter cannot tell (`ExactFilter`)."""
         kept: list[Row] = []
-        seen: set[tuple[str, ...]] = set()
         for solution in found:
-            if self.filters:
-                named = {name: solution[slot] for name, slot in self.named}
-                verdicts = [check(named) for check in self.filters]
-                if None in verdicts:
-                    return False
-                if not all(verdicts):
-                    continue
-            row = self.make(solution)
-            if self.distinct:
-                key = tuple(row.values())
-                if key in seen:
-                    continue
-                seen.add(key)
-            kept.append((event_id, row))
+            named = {name: solution[slot] for name, slot in self.named}
+            verdicts = [check(named) for check in self.filters]
+            if None in verdicts:
+                return False
+            if all(verdicts):
+                kept.append((event_id, self.make(solution)))
         rows.extend(kept)
         return True
 
@@ -377,8 +367,8 @@ class FastStage:
         shapes = [
             (
                 bgp.solutions,
-                [(gpm.make, matched.rows) for gpm, matched in items if not (gpm.filters or gpm.distinct)],
-                [(gpm, matched) for gpm, matched in items if gpm.filters or gpm.distinct],
+                [(gpm.make, matched.rows) for gpm, matched in items if not gpm.filters],
+                [(gpm, matched) for gpm, matched in items if gpm.filters],
             )
             for bgp, items in groups.items()
         ]

@@ -137,3 +137,10 @@ def test_refusals_say_why() -> None:
     assert "RAND" in (refusal(pattern, (FunctionCall("RAND", ()),)) or "")
     assert "escape" in (refusal(pattern, (FunctionCall("REGEX", (Var("o"), Literal("\\w"))),)) or "")
     assert "empty pattern" in (refusal((), ()) or "")
+
+
+def test_entailment_rewrites_keep_the_oxigraph_path() -> None:
+    """An RDFS rewrite adds UNIONs, VALUES and hidden variables (a DISTINCT event query)."""
+    compiled = compiler.compile_text(query("?s a :Animal ; :p ?o"), dialect="spaseq", entailment="rdfs")
+    assert isinstance(compiled, QueryPlan)
+    assert all(gpm.simple is None for gpm in compiled.gpms)
