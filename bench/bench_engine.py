@@ -1,4 +1,4 @@
-"""Where the time of a replay goes: parse, GPM (Oxigraph), NFA, grouping.
+"""Where the time of a replay goes: parse, GPM stage, NFA, grouping.
 
 For each workload (see bench/common.py) and query it prints the number of
 events and matches, the events/s of the in-process replay end to end (TriG
@@ -198,7 +198,7 @@ def print_split(rows: dict[str, Measured], events: int) -> None:
     print(f"  {'in-process CPU seconds':<24}{header}")
     stages: list[tuple[str, Callable[[Measured], float]]] = [
         ("parse (TriG -> events)", lambda m: m.parse),
-        ("GPM (Oxigraph)", lambda m: m.timings.gpm),
+        ("GPM stage", lambda m: m.timings.gpm),
         ("NFA (Runtime)", lambda m: m.timings.nfa),
         ("grouping/other", lambda m: m.other),
         ("total", lambda m: m.total),

@@ -350,13 +350,14 @@ class _TimedRuntime:
 
 
 def replay(
-    engine: Engine, plan: QueryPlan, events: Sequence[Any], *, naive: bool = False
+    engine: Engine, plan: QueryPlan, events: Sequence[Any], *, naive: bool = False, fast: bool = True
 ) -> tuple[list[Any], Timings]:
     """Run `engine`'s in-process replay, timing its stages (the wrappers add
     a few calls per key and batch) after a full garbage collection, so that
-    every run starts from the same heap."""
+    every run starts from the same heap. `fast=False`: the GPM stage without its fast path
+    (every GPM through Oxigraph)."""
     timings = Timings()
-    evaluator: Any = NaiveGpmEvaluator(plan.gpms) if naive else engine.gpm.GpmEvaluator(plan.gpms)
+    evaluator: Any = NaiveGpmEvaluator(plan.gpms) if naive else engine.gpm.GpmEvaluator(plan.gpms, fast=fast)
     driver = engine.replay.Replay(plan, _TimedEvaluator(evaluator, timings))
     driver.runtime = _TimedRuntime(driver.runtime, timings)
     gc.collect()

@@ -15,6 +15,10 @@ nested in OPTIONAL/UNION, or an OPTIONAL/MINUS/BIND observes its variables),
 the whole GPM runs as one query over a batch store that also holds copies of
 the referenced KB graphs.
 
+When the event part is a basic graph pattern with FILTERs over its own variables, `GpmPlan.simple`
+holds it (rsep.plugin.compile.simple_gpm): the GPM stage then matches it in Python against each
+event's triples instead of running `event_query`, with the same rows.
+
 Under an entailment regime (rsep.plugin.compile.entailment) a GPM may also hold
 lookups: tables over the knowledge base, evaluated once per KB version and
 hash-joined one after the other after the background part; the variables the
@@ -63,6 +67,7 @@ from rsep.plugin.algebra.sparql import (
 )
 from rsep.plugin.compile.entailment import BackgroundLookup, is_blank_node_var, is_hidden
 from rsep.plugin.compile.nfa_compiler import CompileError
+from rsep.plugin.compile.simple_gpm import SimpleGpm, simple_gpm
 from rsep.plugin.nfa.automaton import Atom, ResidualFilter
 
 EVENT_VAR = "__rsep_event"
@@ -104,6 +109,9 @@ class GpmPlan:
     (rsep.plugin.compile.lazy)."""
     position: SourcePosition | None = field(default=None, compare=False)
     """Where the GPM is defined, for errors found after planning (`rsep.plugin.store.prepare`)."""
+    simple: SimpleGpm | None = None
+    """The event query's pattern when the GPM stage may match it in Python instead of running
+    `event_query` (rsep.plugin.compile.simple_gpm); None: Oxigraph runs it."""
 
 
 def plan_gpm(index: int, gpm: GraphPatternEvent, outer: frozenset[str] = frozenset()) -> GpmPlan:
@@ -172,6 +180,9 @@ def plan_gpm(index: int, gpm: GraphPatternEvent, outer: frozenset[str] = frozens
         lookups=planned,
         hidden=tuple(sorted(hidden)),
         position=gpm.position,
+        simple=None
+        if hidden
+        else simple_gpm(tuple(rest), tuple(f.expr for f in event_filters), event_vars_sorted),
     )
 
 

@@ -4,7 +4,11 @@ A batch of events is loaded as named graphs into one in-memory store per
 stream, and each GPM runs as one SPARQL query over it, so everything SPARQL
 1.1 allows in a group pattern works. The background part of a GPM, and its
 lookups under an entailment regime, are evaluated once per knowledge-base
-version and hash-joined in Python. A conjunction's later operands are matched
+version and hash-joined in Python. A GPM whose event part is a basic graph
+pattern with FILTERs over its own variables (`GpmPlan.simple`) is matched in
+Python instead, against each event's triples, with the rows Oxigraph would give
+(rsep.plugin.store.fast_gpm); the events it cannot read or filter exactly still
+go to Oxigraph. A conjunction's later operands are matched
 lazily, only at the timestamps where the earlier ones found rows (SPAseq §7.3,
 rsep.plugin.compile.lazy); `GpmEvaluator.stats` counts what was matched.
 """
@@ -23,6 +27,7 @@ from rsep.plugin.compile.gpm_plan import EVENT_GRAPH_PREFIX, EVENT_VAR, GpmPlan,
 from rsep.plugin.compile.lazy import Needs
 from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.nfa.automaton import Atom, DisjunctionAtom, GpmAtom
+from rsep.plugin.store.fast_gpm import FastStage, Matched, spliced
 from rsep.plugin.store.kb import BackgroundSnapshot, KnowledgeBase, solutions
 from rsep.plugin.store.rdfio import batch_nquads
 
@@ -53,13 +58,16 @@ class Background(Protocol):
 @dataclass(slots=True)
 class GpmStats:
     """What the GPM stage did, per GPM index, since the evaluator was made: the SPARQL queries it
-    ran, the event graphs those queries were matched against, the rows they gave, and the event
-    graphs a lazy conjunction operand was not matched against (`GpmPlan.needs`)."""
+    ran, the event graphs the GPM was matched against (by those queries or in Python), the rows
+    it gave, the event graphs a lazy conjunction operand was not matched against
+    (`GpmPlan.needs`), and the event graphs of a simple GPM that went to Oxigraph
+    (rsep.plugin.store.fast_gpm)."""
 
     queries: Counter[int] = field(default_factory=Counter)
     events: Counter[int] = field(default_factory=Counter)
     rows: Counter[int] = field(default_factory=Counter)
     skipped: Counter[int] = field(default_factory=Counter)
+    fallbacks: Counter[int] = field(default_factory=Counter)
 
 
 class GpmEvaluator:
@@ -68,34 +76,73 @@ class GpmEvaluator:
     A batch must be a contiguous slice of the time-ordered streamset (every runtime's is):
     a lazy conjunction operand is then matched only at the timestamps where its earlier operands
     found rows in the batch, and at the batch's first and last timestamps, which may have events
-    in the neighbouring batch (rsep.plugin.compile.lazy)."""
+    in the neighbouring batch (rsep.plugin.compile.lazy).
 
-    def __init__(self, plans: Sequence[GpmPlan], kb: Background | None = None) -> None:
+    `fast=False` runs every GPM in Oxigraph (the reference the fast path is tested and measured
+    against)."""
+
+    def __init__(self, plans: Sequence[GpmPlan], kb: Background | None = None, *, fast: bool = True) -> None:
         self.plans = sorted(plans, key=lambda plan: plan.index)  # a lazy GPM's operands first
         self.kb = kb or KnowledgeBase()
         self.stats = GpmStats()
         self._background: dict[int, tuple[int, list[dict[str, str]]]] = {}
         self._lookups: dict[str, tuple[int, Index]] = {}
         self._kb_graphs = sorted({g for plan in self.plans for g in plan.kb_graphs_in_batch})
+        self._fast = FastStage({p.index: p.simple for p in self.plans if fast and p.simple is not None})
 
     def evaluate(self, events: Iterable[tuple[int, GraphEvent]]) -> dict[int, list[Row]]:
         """GPM index -> rows, for a batch of (event id, event)."""
         batch = _Batch(events)
         stores: dict[tuple[str, bool], ox.Store] = {}
         rows: dict[int, list[Row]] = {}
+        self._match_eager_simple(batch)
         for plan in self.plans:
             wanted = None if plan.needs is None else batch.needed(plan.needs, rows)
             found: list[Row] = []
             for stream in plan.streams or batch.streams:  # no streams: every stream (EP-SPARQL)
                 chosen = batch.of(stream, wanted)
                 if chosen:
-                    found.extend(self._match(plan, self._store_for(plan, stream, chosen, batch, stores)))
+                    found.extend(self._rows(plan, stream, chosen, batch, stores))
                 if wanted is not None:
                     self.stats.skipped[plan.index] += len(batch.streams.get(stream, ())) - len(chosen)
             if found:
                 rows[plan.index] = found
                 self.stats.rows[plan.index] += len(found)
         return rows
+
+    def _match_eager_simple(self, batch: _Batch) -> None:
+        """The simple GPMs matched at every event, together, stream by stream (`FastStage`)."""
+        eager = [p for p in self.plans if p.index in self._fast.gpms and p.needs is None]
+        for stream, events in batch.streams.items():
+            indices = [p.index for p in eager if not p.streams or stream in p.streams]
+            if indices:
+                for index, matched in self._fast.match(events, indices).items():
+                    batch.fast[index, stream] = matched
+
+    def _rows(
+        self,
+        plan: GpmPlan,
+        stream: str,
+        chosen: Sequence[tuple[int, GraphEvent]],
+        batch: _Batch,
+        stores: dict[tuple[str, bool], ox.Store],
+    ) -> list[Row]:
+        """The GPM's rows in a stream's `chosen` events: matched in Python when it is simple
+        (the events the fast path hands back matched in Oxigraph), else in Oxigraph."""
+        if plan.index not in self._fast.gpms:
+            return self._complete(
+                plan, self._event_rows(plan, self._store_for(plan, stream, chosen, batch, stores))
+            )
+        matched = batch.fast.get((plan.index, stream))
+        if matched is None:  # a lazy one, at the timestamps it is needed
+            matched = self._fast.match(chosen, [plan.index])[plan.index]
+        rows, missed = matched.rows, matched.missed
+        self.stats.events[plan.index] += len(chosen) - len(missed)
+        if missed:
+            self.stats.fallbacks[plan.index] += len(missed)
+            store = self._store_for(plan, stream, missed, batch, stores)
+            rows = spliced(rows, matched.holes, self._event_rows(plan, store))
+        return self._complete(plan, rows)
 
     def _store_for(
         self,
@@ -127,8 +174,11 @@ class GpmEvaluator:
             store.extend(self.kb.graph_quads(graph))
         return store
 
-    def _match(self, plan: GpmPlan, store: ox.Store) -> list[Row]:
-        rows = [_row(m) for m in solutions(store.query(plan.event_query))]
+    def _event_rows(self, plan: GpmPlan, store: ox.Store) -> list[Row]:
+        return [_row(m) for m in solutions(store.query(plan.event_query))]
+
+    def _complete(self, plan: GpmPlan, rows: list[Row]) -> list[Row]:
+        """The event query's rows joined with the background part and the lookups."""
         if plan.kb_query is not None:
             rows = _hash_join(rows, self._background_rows(plan), plan.join_vars)
         for lookup in plan.lookups:
@@ -165,6 +215,8 @@ class _Batch:
             self.times[event_id] = event.time.seconds
         self.edges = {min(self.times.values()), max(self.times.values())} if self.times else set()
         self._texts: dict[str, str] = {}
+        self.fast: dict[tuple[int, str], Matched] = {}
+        """(simple GPM index, stream) -> its rows (`GpmEvaluator._match_eager_simple`)."""
 
     def nquads(self, stream: str) -> str:
         text = self._texts.get(stream)
