@@ -33,6 +33,9 @@ from typing import Protocol
 
 from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.nfa.automaton import Automaton
+from rsep.plugin.nfa.lean import LeanRuntime
+from rsep.plugin.nfa.lean_plan import lean_eligible
+from rsep.plugin.nfa.lean_state import LeanState
 from rsep.plugin.nfa.runtime import Group, Match, NfaState, Runtime
 from rsep.plugin.numbering import NumberedEvent
 
@@ -88,7 +91,7 @@ class KeyedNfa:
     @property
     def runtime(self) -> Runtime:
         if self._runtime is None:
-            self._runtime = Runtime(self.automaton)
+            self._runtime = runtime_for(self.automaton, self.key)
         return self._runtime
 
     @runtime.setter
@@ -123,14 +126,17 @@ class KeyedNfa:
 
     def process(self, state: KeyedState, rows: GpmRows, events: Mapping[int, NumberedEvent]) -> list[Match]:
         """Whole ranks, for real."""
-        found: list[Match] = []
         states = state.states
         runtime = self.runtime
+        if isinstance(runtime, LeanRuntime):
+            return runtime.process_rows(states, rows, events, self.key)
+        found: list[Match] = []
         for key, groups in groups_by_key(rows, events, self.key).items():
             nfa = states.get(key)
             if nfa is None:
-                nfa = states[key] = runtime.new_state()
-            found.extend(runtime.process(nfa, groups)[1])
+                nfa = runtime.new_state()
+            states[key], matches = runtime.process(nfa, groups)
+            found.extend(matches)
         return found
 
     def advance(self, state: KeyedState, rank: int, time: float) -> None:
@@ -139,14 +145,18 @@ class KeyedNfa:
         states = state.states
         runtime = self.runtime
         for key, nfa in list(states.items()):
-            runtime.advance_time(nfa, rank, time)
+            nfa = runtime.advance_time(nfa, rank, time)
             if nfa.idle():
                 del states[key]
+            else:
+                states[key] = nfa
 
     def tentative(self, state: KeyedState, rows: Rows, events: Mapping[int, NumberedEvent]) -> list[Match]:
         """The open rank's matches, found on copies of the states its rows touch."""
-        found: list[Match] = []
         runtime = self.runtime
+        if isinstance(runtime, LeanRuntime):
+            return runtime.process_rows(state.states, rows, events, self.key, scratch=True)
+        found: list[Match] = []
         for key, groups in groups_by_key(rows, events, self.key).items():
             base = state.states.get(key)
             scratch = copy_nfa(base) if base is not None else runtime.new_state()
@@ -156,6 +166,15 @@ class KeyedNfa:
     def settle(self, state: KeyedState, time: float) -> list[Match]:
         """The matches whose open anti-joins no solution up to `time` blocks (`Runtime.settle`)."""
         return [match for nfa in state.states.values() for match in self.runtime.settle(nfa, time)]
+
+
+def runtime_for(automaton: Automaton, key: Sequence[str] = ()) -> Runtime:
+    """The runtime that runs `automaton`, chosen from what it is made of: the lean runtime
+    (`plugin/nfa/lean.py`) for the common automata it accepts (`lean_eligible`), the general
+    one for the rest (interval patterns, consuming policies, join groups)."""
+    if lean_eligible(automaton):
+        return LeanRuntime(automaton, key)
+    return Runtime(automaton)
 
 
 # ---------------------------------------------------------------------- rows and groups
@@ -214,6 +233,8 @@ def copy_nfa(state: NfaState) -> NfaState:
     the lists the state holds (runs per NFA state, remembered auxiliary solutions, join groups'
     occurrences, open anti-joins) and never changes their items. Every field is copied (a test
     guards this), so the tentative rank sees the history that anti-joins read."""
+    if isinstance(state, LeanState):
+        return state.copy()
     copied: dict[str, object] = {}
     for f in fields(NfaState):
         value = getattr(state, f.name)
@@ -242,13 +263,15 @@ def live_events(state: KeyedState) -> set[int]:
     seen: set[int] = set()
     for nfa in state.states.values():
         live.update(nfa.joined_events())
-        for runs in nfa.runs.values():
-            for run in runs:
-                node = run.path
-                while node is not None and id(node) not in seen:
-                    seen.add(id(node))
-                    live.update(node[0])
-                    node = node[1]
+        if isinstance(nfa, LeanState):
+            heads: Iterable[object] = nfa.nodes()
+        else:
+            heads = (run.path for runs in nfa.runs.values() for run in runs)
+        for node in heads:
+            while node is not None and id(node) not in seen:
+                seen.add(id(node))
+                live.update(node[0])  # type: ignore[index]
+                node = node[1]  # type: ignore[index]
     return live
 
 
@@ -269,7 +292,16 @@ def pending_rank(state: KeyedState, events: Mapping[int, NumberedEvent]) -> tupl
 
 def first_run_start(state: KeyedState) -> float | None:
     """When the oldest live run started (None: no runs): WITHIN expires it after that."""
-    starts = [run.start_time for nfa in state.states.values() for runs in nfa.runs.values() for run in runs]
+    starts = [
+        start
+        for nfa in state.states.values()
+        for start in (
+            [nfa.first_start()]
+            if isinstance(nfa, LeanState)
+            else [run.start_time for runs in nfa.runs.values() for run in runs]
+        )
+        if start is not None
+    ]
     return min(starts, default=None)
 
 

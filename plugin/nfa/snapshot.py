@@ -120,7 +120,8 @@ def _canonical(value: object) -> object:
     if isinstance(value, Enum):
         return [type(value).__name__, _canonical(value.value)]
     if is_dataclass(value) and not isinstance(value, type):
-        return [type(value).__name__, *(_canonical(getattr(value, f.name)) for f in fields(value))]
+        kept = (f for f in fields(value) if f.metadata.get("fingerprint", True))
+        return [type(value).__name__, *(_canonical(getattr(value, f.name)) for f in kept)]
     if isinstance(value, (frozenset, set)):
         return sorted((_canonical(item) for item in value), key=json.dumps)
     if isinstance(value, (tuple, list)):
