@@ -293,6 +293,9 @@ class Automaton:
     """Unrestricted: every run takes every compatible event. Chronological /
     recent (RSEP-QL SEQ^c / SEQ^r with consumption): each event is taken by the
     earliest / latest waiting run only, and the inputs of a match are consumed."""
+    match_limit: int | None = field(default=None, metadata={"fingerprint": False})
+    """Matches reported per key and timestamp by the shared buffer (`plugin/nfa/shared_buffer.py`;
+    None: its default). A bound on output, not on what a state means: not fingerprinted."""
     variables: tuple[GpmVariables, ...] = field(default=(), metadata={"fingerprint": False})
     """Per GPM, the variables its rows bind (empty: unknown, and the general runtime runs the
     automaton). Not part of the fingerprint (`plugin/nfa/snapshot.py`): like the GPMs' queries it

@@ -33,10 +33,12 @@ from typing import Protocol
 
 from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.nfa.automaton import Automaton
+from rsep.plugin.nfa.buffer_state import BufferState, Truncated
 from rsep.plugin.nfa.lean import LeanRuntime
-from rsep.plugin.nfa.lean_plan import lean_eligible
+from rsep.plugin.nfa.lean_plan import buffered_eligible, lean_eligible
 from rsep.plugin.nfa.lean_state import LeanState
 from rsep.plugin.nfa.runtime import Group, Match, NfaState, Runtime
+from rsep.plugin.nfa.shared_buffer import BufferRuntime
 from rsep.plugin.numbering import NumberedEvent
 
 Key = tuple[str, ...]
@@ -65,6 +67,10 @@ class KeyedState:
     """GPM rows of the open rank (ranks after `closed_rank`)."""
     closed_rank: int = -1
     """Every rank up to this one has been processed for real."""
+    truncated: list[tuple[Key, Truncated]] = field(default_factory=list)
+    """Timestamps at which a key's shared buffer reported only `Automaton.match_limit` matches
+    (docs/semantics.md, "The shared buffer"), appended by `KeyedNfa.step`: drivers report and
+    clear them. Not checkpointed."""
 
     def run_count(self) -> int:
         return sum(nfa.run_count() for nfa in self.states.values())
@@ -122,6 +128,11 @@ class KeyedNfa:
         state.pending = pending
         if tentative and pending:
             matches.extend(self.tentative(state, pending, events))
+        if isinstance(self.runtime, BufferRuntime):
+            for key, nfa in state.states.items():
+                if isinstance(nfa, BufferState) and nfa.truncated:
+                    state.truncated.extend((key, item) for item in nfa.truncated)
+                    nfa.truncated.clear()
         return matches
 
     def process(self, state: KeyedState, rows: GpmRows, events: Mapping[int, NumberedEvent]) -> list[Match]:
@@ -169,9 +180,13 @@ class KeyedNfa:
 
 
 def runtime_for(automaton: Automaton, key: Sequence[str] = ()) -> Runtime:
-    """The runtime that runs `automaton`, chosen from what it is made of: the lean runtime
-    (`plugin/nfa/lean.py`) for the common automata it accepts (`lean_eligible`), the general
-    one for the rest (interval patterns, consuming policies, join groups)."""
+    """The runtime that runs `automaton`, chosen from what it is made of: the shared buffer
+    (`plugin/nfa/shared_buffer.py`) where skip-till-any would multiply runs
+    (`buffered_eligible`), the lean runtime (`plugin/nfa/lean.py`) for the other common automata
+    (`lean_eligible`), the general one for the rest (interval patterns, consuming policies,
+    join groups)."""
+    if buffered_eligible(automaton):
+        return BufferRuntime(automaton, key)
     if lean_eligible(automaton):
         return LeanRuntime(automaton, key)
     return Runtime(automaton)
@@ -233,7 +248,7 @@ def copy_nfa(state: NfaState) -> NfaState:
     the lists the state holds (runs per NFA state, remembered auxiliary solutions, join groups'
     occurrences, open anti-joins) and never changes their items. Every field is copied (a test
     guards this), so the tentative rank sees the history that anti-joins read."""
-    if isinstance(state, LeanState):
+    if isinstance(state, (LeanState, BufferState)):
         return state.copy()
     copied: dict[str, object] = {}
     for f in fields(NfaState):
@@ -263,6 +278,9 @@ def live_events(state: KeyedState) -> set[int]:
     seen: set[int] = set()
     for nfa in state.states.values():
         live.update(nfa.joined_events())
+        if isinstance(nfa, BufferState):
+            live.update(nfa.held_events())
+            continue
         if isinstance(nfa, LeanState):
             heads: Iterable[object] = nfa.nodes()
         else:
@@ -297,7 +315,7 @@ def first_run_start(state: KeyedState) -> float | None:
         for nfa in state.states.values()
         for start in (
             [nfa.first_start()]
-            if isinstance(nfa, LeanState)
+            if isinstance(nfa, (LeanState, BufferState))
             else [run.start_time for runs in nfa.runs.values() for run in runs]
         )
         if start is not None

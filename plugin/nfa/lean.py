@@ -71,12 +71,12 @@ class LeanRuntime(Runtime):
                 for rank, time, rows in planned:
                     matches.extend(self._group(lean, rank, time, rows))
                 return lean, matches
-        return super().process(general(state), groups)
+        return super().process(self.general(state), groups)
 
     def advance_time(self, state: NfaState, rank: int, time: float) -> NfaState:
         if self.degraded:
-            return super().advance_time(general(state), rank, time)
-        lean = self.adopt(state)
+            return super().advance_time(self.general(state), rank, time)
+        lean = self.adopt_runs(state)
         states = self.automaton.states
         within = self.within
         lists = lean.lists
@@ -95,7 +95,17 @@ class LeanRuntime(Runtime):
     def settle(self, state: NfaState, time: float) -> list[Match]:
         return [] if isinstance(state, LeanState) else super().settle(state, time)
 
-    def adopt(self, state: NfaState) -> LeanState:
+    def general(self, state: NfaState) -> NfaState:
+        """A state in the general runtime's form."""
+        if not isinstance(state, LeanState):
+            return state
+        return NfaState(runs=state.runs, last_rank=state.last_rank)
+
+    def adopt(self, state: NfaState) -> Any:
+        """`state` in this runtime's form (a decoded checkpoint, or a new or converted state)."""
+        return self.adopt_runs(state)
+
+    def adopt_runs(self, state: NfaState) -> LeanState:
         """`state` as a lean state (a decoded checkpoint, or a new or converted state)."""
         if isinstance(state, LeanState):
             return state
@@ -144,9 +154,9 @@ class LeanRuntime(Runtime):
         for row_key, by_rank in grouped.items():
             base = states.get(row_key)
             if scratch:
-                lean = self.adopt(base).copy() if base is not None else LeanState(self._size)
+                lean = self.adopt(base).copy() if base is not None else self.new_state()
             else:
-                lean = self.adopt(base) if base is not None else LeanState(self._size)
+                lean = self.adopt(base) if base is not None else self.new_state()
                 states[row_key] = lean
             for rank in sorted(by_rank):
                 time, group_rows = by_rank[rank]
@@ -198,7 +208,7 @@ class LeanRuntime(Runtime):
         found: list[Match] = []
         for row_key, groups in groups_by_key(rows, events, key).items():
             base = states.get(row_key)
-            nfa = general(base) if base is not None else NfaState()
+            nfa = self.general(base) if base is not None else NfaState()
             if scratch:
                 nfa = copy_nfa(nfa)
             else:
@@ -215,7 +225,7 @@ class LeanRuntime(Runtime):
 
     # ------------------------------------------------------------------ one timestamp
 
-    def _group(self, state: LeanState, rank: int, time: float, rows: Rows) -> list[Match]:
+    def _group(self, state: Any, rank: int, time: float, rows: Rows) -> list[Match]:
         """`Runtime._process_group`, lean (see the module docstring)."""
         if rank <= state.last_rank:
             raise RankOrderError(f"rank {rank} arrived after rank {state.last_rank}")
@@ -575,13 +585,6 @@ def _slots(layout: tuple[tuple[str, int], ...], solution: Mapping[str, str]) -> 
         term = solution.get(name)
         out.append(term if term is None or kind == TERM else parse_term(term))
     return tuple(out)
-
-
-def general(state: NfaState) -> NfaState:
-    """A state in the general runtime's form."""
-    if not isinstance(state, LeanState):
-        return state
-    return NfaState(runs=state.runs, last_rank=state.last_rank)
 
 
 __all__ = ["LeanRuntime", "LeanState", "Run"]

@@ -698,6 +698,20 @@ def lean_eligible(automaton: Automaton) -> bool:
     return True
 
 
+def buffered_eligible(automaton: Automaton) -> bool:
+    """Does the shared buffer run this automaton? A lean one with WITHIN (which bounds the
+    buffer) whose runs a skip-till-any state keeps and multiplies: one after a Kleene+ element
+    or after another skip-till-any state."""
+    if automaton.within is None or not lean_eligible(automaton):
+        return False
+    initial = set(automaton.initial)
+    anys = [
+        s for s in automaton.states if s.strategy is SelectionStrategy.SKIP_TILL_ANY and s.id not in initial
+    ]
+    kleene = any(s.rebind or s.id in s.after_take for s in automaton.states)
+    return bool(anys) and (kleene or len(anys) > 1)
+
+
 def _point(atom: Atom) -> bool:
     if isinstance(atom, GpmAtom):
         return True
