@@ -197,7 +197,7 @@ class _Enumeration:
                 values = take.values(row)
                 if take.test is None or take.test(EMPTY, values):
                     node = (events, None, row, take, None)
-                    self.found.append(((_INITIAL + order, index), node, entry.time, entry.rank))
+                    self.found.append(((_INITIAL + order, None, index), node, entry.time, entry.rank))
         return self._report()
 
     def _cands(self, atom: Any, entry: Buffered) -> list[Any]:
@@ -340,7 +340,7 @@ class _Enumeration:
     def _report(self) -> list[Match]:
         """The matches in detection order, each (events, mapping) once, at most the limit."""
         entry = self.entry
-        self.found.sort(key=lambda item: item[0])
+        self.found.sort(key=lambda item: _flat(item[0]))
         out: list[Match] = []
         seen: dict[tuple[int, ...], list[dict[str, str]]] = {}
         for _, node, start_time, start_rank in self.found:
@@ -360,6 +360,30 @@ class _Enumeration:
         if self.stopped:
             self.buffer.truncated.append(Truncated(entry.rank, entry.time, len(out)))
         return out
+
+
+def _flat(key: tuple[Any, ...]) -> tuple[int, ...]:
+    """A match's key `(touched index, run key, candidate index)` as a flat tuple that sorts as
+    the nested one does, without recursing (a Kleene+ run's key nests once per occurrence): a
+    run key `(rank, index, parent key, candidate)` (or `(rank, initial index, candidate)`) is
+    written rank, index, the parent's ranks and indices down to the initial step, then the
+    candidates from the initial step up. The writing is prefix-free (it parses back one way),
+    so comparing two writings compares the keys."""
+    head, run, last = key
+    if run is None:  # a match made by an initial state
+        return (head, last)
+    pairs: list[int] = [head]
+    candidates: list[int] = [last]
+    while True:
+        if len(run) == 3:
+            pairs += (run[0], run[1])
+            candidates.append(run[2])
+            break
+        pairs += (run[0], run[1])
+        candidates.append(run[3])
+        run = run[2]
+    candidates.reverse()
+    return (*pairs, *candidates)
 
 
 def _node(events: tuple[int, ...], parent: Any, row: Mapping[str, str], take: Any) -> Any:
