@@ -8,8 +8,8 @@ from typing import Any
 
 from rsep.plugin.nfa.runs import NfaState, Run
 
-Rows = dict[int, list[tuple[int, Any, Any]]]
-"""A group's rows by GPM: (event, mapping, shape)."""
+Rows = dict[int, list[tuple[tuple[int, ...], Any, Any]]]
+"""A group's rows by GPM, as the lean runtime's candidates: ((event,), mapping, shape)."""
 Saved = list[tuple[int, float, dict[int, list[tuple[int, Any]]]]]
 """Groups as plain data: (rank, time, rows (event, mapping) by GPM)."""
 
@@ -64,7 +64,7 @@ class BufferState(NfaState):
             (
                 g.rank,
                 g.time,
-                {gpm: [(event, dict(row)) for event, row, _ in found] for gpm, found in g.rows.items()},
+                {gpm: [(events[0], dict(row)) for events, row, _ in found] for gpm, found in g.rows.items()},
             )
             for g in self.groups
         ]
@@ -118,7 +118,7 @@ class BufferState(NfaState):
     def held_events(self) -> set[int]:
         if self.raw is not None:
             return {event for _, _, rows in self.raw for found in rows.values() for event, _ in found}
-        return {event for group in self.groups for rows in group.rows.values() for event, _, _ in rows}
+        return {event for group in self.groups for rows in group.rows.values() for (event,), _, _ in rows}
 
     def first_start(self) -> float | None:
         if self.raw is not None:

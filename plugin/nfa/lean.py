@@ -22,23 +22,20 @@ results.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
 
-from rsep.plugin.expr.values import DOUBLE
-from rsep.plugin.nfa.automaton import Atom, Automaton, ConjunctionAtom, DisjunctionAtom, GpmAtom, State
-from rsep.plugin.nfa.lean_plan import EMPTY, Plan, Shape, StatePlan, Take, Unplanned, holds
-from rsep.plugin.nfa.lean_state import LeanRun, LeanState, Node, mapping
-from rsep.plugin.nfa.lean_state import events as events_of
-from rsep.plugin.nfa.outcomes import join
+from rsep.plugin.nfa.automaton import Atom, Automaton, State
+from rsep.plugin.nfa.lean_filters import EMPTY
+from rsep.plugin.nfa.lean_plan import Plan, StatePlan, Take, Unplanned
+from rsep.plugin.nfa.lean_state import LeanRun, LeanState, Node
+from rsep.plugin.nfa.lean_steps import Cand, Index, Rows, candidates, guarded, passing, slots_of, step
+from rsep.plugin.nfa.lean_steps import matches as matches_at
 from rsep.plugin.nfa.runs import Group, Match, NfaState, RankOrderError, Run
 from rsep.plugin.nfa.runtime import Runtime
 from rsep.plugin.numbering import NumberedEvent
 
-Row = tuple[int, Mapping[str, str], Shape]
-Rows = dict[int, list[Row]]
-"""A group's rows with their shapes, by GPM."""
-Cand = tuple[tuple[int, ...], Mapping[str, str], Shape]
 Key = tuple[str, ...]
 
 
@@ -52,6 +49,20 @@ class LeanRuntime(Runtime):
         self._size = len(automaton.states)
         self.degraded = False
         """A row did not fit the plan: everything runs on the general runtime from then on."""
+        self._visits = [0] * self._size
+        self._born: list[list[LeanRun]] = [[] for _ in automaton.states]
+        """Children of one group per state, moved to the state's list after the group."""
+
+    @property
+    def visited(self) -> Counter[int]:
+        """Runs examined per state id (`Runtime.visited`), by either runtime."""
+        counts = Counter({i: n for i, n in enumerate(self._visits) if n})
+        counts.update(self._general_visits)
+        return counts
+
+    @visited.setter
+    def visited(self, value: Counter[int]) -> None:
+        self._general_visits = value
 
     def new_state(self) -> NfaState:
         return LeanState(self._size)
@@ -125,7 +136,7 @@ class LeanRuntime(Runtime):
                         None,
                         None,
                     )
-                slots = _slots(layout, run.mapping)
+                slots = slots_of(layout, run.mapping)
                 lean.lists[state_id].append((run.start_time, run.start_rank, run.last_rank, node, slots))
         return lean
 
@@ -190,9 +201,9 @@ class LeanRuntime(Runtime):
                     group = by_rank[numbered.rank] = (numbered.event.time.seconds, {})
                 found = group[1].get(gpm)
                 if found is None:
-                    group[1][gpm] = [(event_id, row, shape)]
+                    group[1][gpm] = [((event_id,), row, shape)]
                 else:
-                    found.append((event_id, row, shape))
+                    found.append(((event_id,), row, shape))
         return grouped
 
     def _general_rows(
@@ -219,7 +230,7 @@ class LeanRuntime(Runtime):
     def _planned(self, rows: Mapping[int, Sequence[tuple[int, Mapping[str, str]]]]) -> Rows:
         shapes = self.plan.shapes
         return {
-            gpm: [(event, row, shapes.of_row(gpm, tuple(row))) for event, row in found]
+            gpm: [((event,), row, shapes.of_row(gpm, tuple(row))) for event, row in found]
             for gpm, found in rows.items()
         }
 
@@ -232,19 +243,26 @@ class LeanRuntime(Runtime):
         state.last_rank = rank
         lists = state.lists
         cache: dict[int, list[Cand]] = {}
-        born: dict[int, list[LeanRun]] = {}
         accepted: list[tuple[Node, float, int]] = []
-        visited = self.visited
+        visits = self._visits
         for spec in self._touched(tuple(rows)):
             runs = lists[spec.id]
             if runs:
-                visited[spec.id] += len(runs)
-                lists[spec.id] = self._advance(spec, runs, rank, time, rows, cache, born, accepted)
+                visits[spec.id] += len(runs)
+                lists[spec.id] = self._advance(spec, runs, rank, time, rows, cache, accepted)
         for spec in self._initial:
-            self._start(spec, rank, time, rows, cache, born, accepted)
-        for target, new in born.items():
-            lists[target].extend(new)
-        return _matches(accepted, rank, time) if accepted else []
+            self._start(spec, rank, time, rows, cache, accepted)
+        for target, new in enumerate(self._born):
+            if new:
+                lists[target].extend(new)
+                new.clear()
+        return matches_at(accepted, rank, time) if accepted else []
+
+    def _outs(self, take: Take) -> tuple[tuple[list[LeanRun], Any], ...]:
+        outs = take.outs
+        if outs is None:
+            outs = take.outs = tuple((self._born[target], build) for target, build in take.builds)
+        return outs  # type: ignore[no-any-return]
 
     def _advance(
         self,
@@ -254,23 +272,26 @@ class LeanRuntime(Runtime):
         time: float,
         rows: Rows,
         cache: dict[int, list[Cand]],
-        born: dict[int, list[LeanRun]],
         accepted: list[tuple[Node, float, int]],
     ) -> list[LeanRun]:
+        """`Runtime._advance_runs`, lean: the runs of one state meet the group's candidates."""
         plan = self.plan.states[spec.id]
         memo = plan.takes
         offers = []
         for events, cand_mapping, shape in self._cands(spec.atom, rows, cache):
             take = memo.get(shape) or self.plan.take(plan, spec, shape)
-            if take.never:
-                continue
-            outs = tuple((born.setdefault(target, []), build) for target, build in take.builds)
-            offers.append((events, cand_mapping, take.test, take.values(cand_mapping), outs, take.same, take))
+            if not take.never:
+                offers.append((events, cand_mapping, take.test, take.values(cand_mapping), take))
+        gap = spec.max_gap
         if not spec.guards and len(offers) < 2:
+            if gap == 1 and not plan.next_only:
+                if offers:
+                    self._strict(spec, runs, rank, time, offers[0], accepted)
+                return []  # every run here meets the group a rank after its last: none stays
             return self._advance_one(spec, plan, runs, rank, time, offers, accepted)
         guards = self._guards(spec, rows, cache) if spec.guards else None
-        index = _Index(offers) if len(offers) > 1 else None
-        within, gap, next_only = plan.within, spec.max_gap, plan.next_only
+        index = Index(offers) if len(offers) > 1 else None
+        within, next_only = plan.within, plan.next_only
         accepting = spec.accepting
         keep: list[LeanRun] = []
         for run in runs:
@@ -280,25 +301,22 @@ class LeanRuntime(Runtime):
                 continue
             took = False
             slots = run[4]
-            for events, cand_mapping, test, values, outs, same, take in (
-                offers if index is None else index.meeting(slots)
-            ):
+            for events, cand_mapping, test, values, take in offers if index is None else index.meeting(slots):
                 if test is not None and not test(slots, values):
                     continue
                 took = True
-                node = _node(events, run[3], cand_mapping, take)
-                if same:
+                node = step(events, run[3], cand_mapping, take)
+                if take.same:
                     child = (run[0], run[1], rank, node, slots)
-                    for target_runs, _ in outs:
+                    for target_runs, _ in self._outs(take):
                         target_runs.append(child)
                 else:
-                    for target_runs, build in outs:
-                        target_runs.append(
-                            (run[0], run[1], rank, node, slots if build is None else build(slots, values))
-                        )
+                    for target_runs, build in self._outs(take):
+                        child_slots = slots if build is None else build(slots, values)
+                        target_runs.append((run[0], run[1], rank, node, child_slots))
                 if accepting:
                     accepted.append((node, run[0], run[1]))
-            if guards is not None and _guarded(guards, slots):
+            if guards is not None and guarded(guards, slots):
                 continue
             if took and next_only:
                 continue
@@ -306,6 +324,29 @@ class LeanRuntime(Runtime):
                 continue
             keep.append(run)
         return keep
+
+    def _strict(
+        self,
+        spec: State,
+        runs: list[LeanRun],
+        rank: int,
+        time: float,
+        offer: Any,
+        accepted: list[tuple[Node, float, int]],
+    ) -> None:
+        """`_advance` under strict contiguity with a gap of one, one candidate, no guards: the
+        runs alive (last at the rank before, WITHIN) that take it; none stays."""
+        events, cand_mapping, test, values, take = offer
+        last = rank - 1
+        within = self.within
+        if within is None:
+            runs = [run for run in runs if run[2] >= last]
+        else:
+            horizon = time - within
+            runs = [run for run in runs if run[0] >= horizon and run[2] >= last]
+        took = passing(runs, take, test, values)
+        if took:
+            self._children(spec, took, rank, events, cand_mapping, values, take, accepted)
 
     def _advance_one(
         self,
@@ -317,16 +358,9 @@ class LeanRuntime(Runtime):
         offers: list[Any],
         accepted: list[tuple[Node, float, int]],
     ) -> list[LeanRun]:
-        """`_advance` for the common case, at most one candidate and no guards, a list
-        comprehension per step: the runs alive, those that take it, those that stay."""
+        """`_advance` for at most one candidate and no guards, a list comprehension per step:
+        the runs alive, those that take it, those that stay."""
         within, gap = plan.within, spec.max_gap
-        if offers and gap == 1 and not plan.next_only:
-            # strict contiguity: a run here either takes the candidate now or is gone
-            horizon = time - within if within is not None else None
-            took = _passing(runs, offers[0][6], offers[0][2], offers[0][3], rank, horizon, strict=True)
-            if took:
-                self._children(spec, took, rank, offers[0], accepted)
-            return []
         if within is not None:
             horizon = time - within
             runs = (
@@ -336,28 +370,35 @@ class LeanRuntime(Runtime):
             )
         elif gap is not None:
             runs = [run for run in runs if rank <= run[2] + gap]
-        if not offers:
-            return runs if gap is None else [run for run in runs if rank < run[2] + gap]
-        took = _passing(runs, offers[0][6], offers[0][2], offers[0][3], rank)
-        if took:
-            self._children(spec, took, rank, offers[0], accepted)
-            if plan.next_only:
-                if len(took) == len(runs):
-                    return []
-                taken = {id(run) for run in took}
-                runs = [run for run in runs if id(run) not in taken]
+        if offers:
+            events, cand_mapping, test, values, take = offers[0]
+            took = passing(runs, take, test, values)
+            if took:
+                self._children(spec, took, rank, events, cand_mapping, values, take, accepted)
+                if plan.next_only:
+                    if len(took) == len(runs):
+                        return []
+                    taken = {id(run) for run in took}
+                    runs = [run for run in runs if id(run) not in taken]
         if gap is not None:
             runs = [run for run in runs if rank < run[2] + gap]
         return runs
 
-    @staticmethod
     def _children(
-        spec: State, took: list[LeanRun], rank: int, offer: Any, accepted: list[tuple[Node, float, int]]
+        self,
+        spec: State,
+        took: list[LeanRun],
+        rank: int,
+        events: tuple[int, ...],
+        cand_mapping: Mapping[str, str],
+        values: tuple[Any, ...],
+        take: Take,
+        accepted: list[tuple[Node, float, int]],
     ) -> None:
         """The steps of the runs that took the (one) candidate, and their children."""
-        events, cand_mapping, _, values, outs, same, take = offer
-        skips = take.skips
-        if same:
+        outs = self._outs(take)
+        if take.same:
+            skips = take.skips
             try:
                 children = [
                     (
@@ -388,7 +429,7 @@ class LeanRuntime(Runtime):
                 accepted.extend([(child[3], child[0], child[1]) for child in children])
             return
         for run in took:
-            node = _node(events, run[3], cand_mapping, take)
+            node = step(events, run[3], cand_mapping, take)
             slots = run[4]
             for target_runs, build in outs:
                 child_slots = slots if build is None else build(slots, values)
@@ -403,7 +444,6 @@ class LeanRuntime(Runtime):
         time: float,
         rows: Rows,
         cache: dict[int, list[Cand]],
-        born: dict[int, list[LeanRun]],
         accepted: list[tuple[Node, float, int]],
     ) -> None:
         """New runs from an initial state (`Runtime._process_group`'s last loop)."""
@@ -415,9 +455,8 @@ class LeanRuntime(Runtime):
             if take.test is not None and not take.test(EMPTY, values):
                 continue
             node = (events, None, cand_mapping, take, None)
-            for target, build in take.builds:
-                slots = EMPTY if build is None else build(EMPTY, values)
-                born.setdefault(target, []).append((time, rank, rank, node, slots))
+            for target_runs, build in self._outs(take):
+                target_runs.append((time, rank, rank, node, EMPTY if build is None else build(EMPTY, values)))
             if spec.accepting:
                 accepted.append((node, time, rank))
 
@@ -442,149 +481,7 @@ class LeanRuntime(Runtime):
         return found
 
     def _compute(self, atom: Atom, rows: Rows, cache: dict[int, list[Cand]]) -> list[Cand]:
-        if isinstance(atom, GpmAtom):
-            local = self.plan.shapes.local
-            out: list[Cand] = []
-            for event, row, shape in rows.get(atom.gpm, ()):
-                checks = local[shape]
-                if checks and not all(check(row) for check in checks):
-                    continue
-                out.append(((event,), row, shape))
-            return out
-        if isinstance(atom, DisjunctionAtom):
-            unique: dict[tuple[object, ...], Cand] = {}
-            for operand in atom.operands:
-                for cand in self._cands(operand, rows, cache):
-                    unique.setdefault((cand[0], tuple(sorted(cand[1].items()))), cand)
-            return list(unique.values())
-        assert isinstance(atom, ConjunctionAtom)
-        parts: list[tuple[tuple[int, ...], Mapping[str, str], tuple[Shape, ...]]] = [((), {}, ())]
-        for operand in atom.operands:
-            joined: list[tuple[tuple[int, ...], Mapping[str, str], tuple[Shape, ...]]] = []
-            for events, left, shapes in parts:
-                for more, right, shape in self._cands(operand, rows, cache):
-                    both = join(left, right)
-                    if both is not None:
-                        events_both = events + tuple(e for e in more if e not in events)
-                        joined.append((events_both, both, (*shapes, shape)))
-            parts = joined
-            if not parts:
-                break
-        return [(events, both, self.plan.shapes.of_conjunction(shapes)) for events, both, shapes in parts]
-
-
-class _Index:
-    """`outcomes.CandidateIndex` for lean runs: a group's candidates bucketed by the join terms
-    all of them read (the same run slots), so a run with those slots bound meets only its
-    bucket, in the candidates' order."""
-
-    __slots__ = ("buckets", "offers", "slots")
-
-    def __init__(self, offers: list[Any]) -> None:
-        self.offers = offers
-        takes: list[Take] = [offer[6] for offer in offers]
-        common = set.intersection(*(set(s for s, _ in take.join) for take in takes))
-        self.slots = tuple(sorted(common))
-        self.buckets: dict[tuple[Any, ...], list[Any]] | None = None
-        if self.slots:
-            self.buckets = {}
-            for offer in offers:
-                where = dict(offer[6].join)
-                bucket = tuple(offer[3][where[s]] for s in self.slots)
-                self.buckets.setdefault(bucket, []).append(offer)
-
-    def meeting(self, slots: tuple[Any, ...]) -> list[Any]:
-        if self.buckets is None:
-            return self.offers
-        values = tuple([slots[s] for s in self.slots])
-        if None in values:
-            return self.offers
-        return self.buckets.get(values, [])
-
-
-def _node(events: tuple[int, ...], parent: Node, cand_mapping: Mapping[str, str], take: Take) -> Node:
-    """The step of a run that takes a candidate (`lean_state.Node`)."""
-    return (events, parent, cand_mapping, take, parent[4] if take.skips_parent(parent[3]) else parent)
-
-
-def _passing(
-    runs: list[LeanRun],
-    take: Take,
-    test: Any,
-    values: tuple[Any, ...],
-    rank: int,
-    horizon: float | None = None,
-    *,
-    strict: bool = False,
-) -> list[LeanRun]:
-    """The runs that take the candidate; with `strict`, among those alive: started at or after
-    `horizon` (WITHIN) and last at the rank before (strict contiguity with a gap of one). A
-    single comparison of the candidate's number with the runs' is inlined (`Take.threshold`): a
-    run's value of the same numeric kind is compared by Python, any other by `holds`, as the
-    compiled test would."""
-    if strict:
-        last = rank - 1
-        if horizon is None:
-            runs = [run for run in runs if run[2] >= last]
-        else:
-            runs = [run for run in runs if run[0] >= horizon and run[2] >= last]
-    if test is None:
-        return runs
-    threshold = take.threshold
-    if threshold is not None:
-        op, position, slot = threshold
-        a = values[position]
-        kind, x = a.k, a.v
-        if kind <= DOUBLE:
-            if op == "<":
-                return [
-                    run
-                    for run in runs
-                    if (b := run[4][slot]) is not None and (x < b.v if b.k == kind else holds("<", a, b))
-                ]
-            if op == ">":
-                return [
-                    run
-                    for run in runs
-                    if (b := run[4][slot]) is not None and (x > b.v if b.k == kind else holds(">", a, b))
-                ]
-    return [run for run in runs if test(run[4], values)]
-
-
-def _guarded(guards: list[tuple[Any, Any]], slots: tuple[Any, ...]) -> bool:
-    for test, values in guards:  # noqa: SIM110 (a loop, not any(...): called for every run)
-        if test is None or test(slots, values):
-            return True
-    return False
-
-
-def _matches(accepted: list[tuple[Node, float, int]], rank: int, time: float) -> list[Match]:
-    """A timestamp's matches in detection order, each (events, mapping) once (`Runtime._report`)."""
-    out: list[Match] = []
-    seen: dict[tuple[int, ...], list[dict[str, str]]] = {}
-    for node, start_time, start_rank in accepted:
-        taken = events_of(node)
-        solution = mapping(node)
-        same = seen.get(taken)
-        if same is None:
-            seen[taken] = [solution]
-        elif solution in same:
-            continue
-        else:
-            same.append(solution)
-        out.append(Match(taken, start_time, time, start_rank, rank, solution))
-    return out
-
-
-def _slots(layout: tuple[tuple[str, int], ...], solution: Mapping[str, str]) -> tuple[Any, ...]:
-    from rsep.plugin.expr.values import parse_term
-    from rsep.plugin.nfa.lean_plan import TERM
-
-    out = []
-    for name, kind in layout:
-        term = solution.get(name)
-        out.append(term if term is None or kind == TERM else parse_term(term))
-    return tuple(out)
+        return candidates(self, atom, rows, cache)
 
 
 __all__ = ["LeanRuntime", "LeanState", "Run"]

@@ -17,26 +17,17 @@ is planned the first time it occurs. A row binding a variable its GPM was not de
 (`Automaton.variables`), or missing a certain one, does not fit the plan: `Unplanned` is raised
 before anything is processed, and the caller runs the general runtime instead.
 
-Comparisons of a variable with a variable or a constant (`<`, `>`, `<=`, `>=`, `=`, `!=`, the
-parts of a top-level `&&`) are compiled to reads of parsed values: when both are numbers of one
-kind, Python compares the values the evaluator would (`operators.compare` does exactly that for
-one kind); any other pair goes to the evaluator's own `compare`/`equals`, so type errors, mixed
-numeric types, NaN, strings and dates keep SPARQL's semantics. Other filters run the compiled
-evaluator (`compile_filter`) on a mapping of just the variables they read.
+The filters' compiled form is `plugin/nfa/lean_filters.py`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 from rsep.plugin.algebra.events import SelectionStrategy
-from rsep.plugin.algebra.sparql import IRI, BinaryOp, Expr, Literal, Var
-from rsep.plugin.expr import ExprError, compile_filter, compile_value
-from rsep.plugin.expr.closures import ORDER_TESTS
-from rsep.plugin.expr.operators import compare, equals
-from rsep.plugin.expr.values import DOUBLE, Value, parse_term
+from rsep.plugin.expr import compile_filter
 from rsep.plugin.nfa.automaton import (
     Atom,
     Automaton,
@@ -47,16 +38,21 @@ from rsep.plugin.nfa.automaton import (
     State,
 )
 from rsep.plugin.nfa.candidates import _pure
+from rsep.plugin.nfa.lean_filters import (
+    EMPTY,
+    TERM,
+    VALUE,
+    Reads,
+    Slot,
+    Slots,
+    Test,
+    comparison,
+    compile_residual,
+    conjuncts,
+    variables_of,
+)
 
-TERM: Final = 0
-VALUE: Final = 1
-Slot = tuple[str, int]
-"""(variable, TERM or VALUE)."""
-Slots = tuple[Any, ...]
-Test = Callable[[Slots, tuple[Any, ...]], bool]
-"""(run's slots, candidate's values) -> does the run take the candidate."""
 Build = Callable[[Slots, tuple[Any, ...]], Slots]
-EMPTY: Final[Slots] = ()
 
 
 class Unplanned(Exception):
@@ -81,7 +77,7 @@ class Shapes:
     """Interned shapes of rows (per GPM and tuple of variable names) and of conjunctions, and
     the residual filters a row's shape can evaluate at once (`local`)."""
 
-    __slots__ = ("_conj", "_residuals", "_rows", "local", "variables")
+    __slots__ = ("_conj", "_residuals", "_rows", "local", "settled", "variables")
 
     def __init__(self, automaton: Automaton) -> None:
         self.variables = automaton.variables
@@ -91,6 +87,12 @@ class Shapes:
         self._residuals = [
             [(r.variables, compile_filter(r.expr)) for r in filters] for filters in automaton.residuals
         ]
+        self.settled = [
+            not any(r.variables <= declared.may for r in filters)
+            for filters, declared in zip(automaton.residuals, self.variables, strict=True)
+        ]
+        """Per GPM: no residual filter can be evaluated on its rows alone (it reads a variable
+        the GPM does not bind), so its rows are its candidates as they are."""
 
     def rows(self, gpm: int) -> dict[tuple[str, ...], Shape]:
         """The shapes of `gpm`'s rows met so far, by their variable names."""
@@ -152,6 +154,8 @@ class Take:
     skips: dict[Any, bool] = field(default_factory=dict)
     """Per take of a parent step (None: an adopted or first step), whether its bindings are all
     covered by this step's (`lean_state.mapping` then skips it)."""
+    outs: Any = None
+    """The lean runtime's (list the children go to, build) per target, set on first use."""
 
     def __post_init__(self) -> None:
         self.same = all(build is None for _, build in self.builds)
@@ -233,7 +237,7 @@ class Plan:
         guard: bool,
     ) -> Take:
         where = {slot: i for i, slot in enumerate(layout)}
-        reads = _Reads(shape.keys, rebind, maybe, where)
+        reads = Reads(shape.keys, rebind, maybe, where)
         parts: list[Test] = []
         join: list[tuple[int, int]] = []
         for name in sorted(shape.keys - rebind - self.key):
@@ -245,7 +249,7 @@ class Plan:
         never = False
         thresholds: list[tuple[str, int, int] | None] = [None] * len(parts)
         for gpm, index in shape.pending:
-            compiled = _compile_filter(self._residuals[gpm][index].expr, reads)
+            compiled = compile_residual(self._residuals[gpm][index].expr, reads)
             if compiled is None:
                 never = True
                 break
@@ -268,47 +272,6 @@ class Plan:
             rebind=rebind,
             cover=shape.keys | rebind,
         )
-
-
-class _Reads:
-    """What a take reads of a candidate (`cand`, collected into one values tuple per candidate)
-    and of the run (`run`: a slot index, or None when the run cannot have the variable)."""
-
-    def __init__(
-        self, keys: frozenset[str], rebind: frozenset[str], maybe: frozenset[str], where: dict[Slot, int]
-    ) -> None:
-        self.keys, self.rebind, self.maybe, self.where = keys, rebind, maybe, where
-        self._cand: dict[Slot, int] = {}
-
-    def bound_by_cand(self, name: str) -> bool:
-        return name in self.keys
-
-    def cand(self, name: str, kind: int) -> int:
-        return self._cand.setdefault((name, kind), len(self._cand))
-
-    def run(self, name: str, kind: int) -> int | None:
-        """The run's slot of `name` as the joined mapping sees it: None when the state rebinds it
-        or no run here binds it (it is unbound)."""
-        if name in self.rebind or name not in self.maybe:
-            return None
-        slot = self.where.get((name, kind))
-        if slot is None:  # _Planner puts every variable read here into the layout
-            raise AssertionError(f"no slot for ?{name}")
-        return slot
-
-    def values_of(self) -> Callable[[Mapping[str, str]], tuple[Any, ...]]:
-        wanted = tuple(self._cand)
-        if not wanted:
-            return lambda mapping: EMPTY
-        if len(wanted) == 1:
-            ((name, kind),) = wanted
-            if kind == TERM:
-                return lambda mapping: (mapping[name],)
-            return lambda mapping: (parse_term(mapping[name]),)
-        if all(kind == TERM for _, kind in wanted):
-            names = tuple(name for name, _ in wanted)
-            return lambda mapping: tuple([mapping[n] for n in names])
-        return lambda mapping: tuple([mapping[n] if k == TERM else parse_term(mapping[n]) for n, k in wanted])
 
 
 def _all(parts: list[Test]) -> Test | None:
@@ -341,7 +304,7 @@ def _build(
     keys: frozenset[str],
     rebind: frozenset[str],
     maybe: frozenset[str],
-    reads: _Reads,
+    reads: Reads,
 ) -> Build | None:
     """The child's slots (`target` layout) from the parent's (`layout`) and the candidate:
     a variable the candidate binds comes from it, one the state rebinds (or no run here binds)
@@ -365,242 +328,6 @@ def _build(
         return tuple([slots[i] if s == 0 else values[i] if s == 1 else None for s, i in picks])
 
     return build
-
-
-# ---------------------------------------------------------------------- filters
-
-
-_FLIP: Final = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "=", "!=": "!="}
-
-
-def _compile_filter(expr: Expr, reads: _Reads) -> list[tuple[Test, tuple[str, int, int] | None]] | None:
-    """The tests of one pending filter: its comparisons compiled to value reads where it is a
-    `&&` of them, else the evaluator on the variables it reads; each with its threshold form
-    (`Take.threshold`) if it has one. None: it can never hold (a comparison reads a variable
-    no run here binds)."""
-    parts = _conjuncts(expr)
-    compiled = [_comparison(part) for part in parts]
-    if not _pure(expr) or any(c is None for c in compiled):
-        return [(_general(expr, reads), None)]
-    tests: list[tuple[Test, tuple[str, int, int] | None]] = []
-    for item in compiled:
-        assert item is not None
-        op, left, right = item
-        test = _fast(op, left, right, reads)
-        if isinstance(test, bool):
-            return None
-        tests.append(test)
-    return tests
-
-
-def _conjuncts(expr: Expr) -> list[Expr]:
-    """A filter holds iff every operand of its top-level `&&` holds (an error is false either
-    way, SPARQL §17.2): so they are checked one by one."""
-    if isinstance(expr, BinaryOp) and expr.op == "&&":
-        return [*_conjuncts(expr.left), *_conjuncts(expr.right)]
-    return [expr]
-
-
-Operand = tuple[str, Any]
-"""("var", name) or ("const", Value)."""
-
-
-def _comparison(expr: Expr) -> tuple[str, Operand, Operand] | None:
-    if not isinstance(expr, BinaryOp) or expr.op not in _FLIP:
-        return None
-    left, right = _operand(expr.left), _operand(expr.right)
-    if left is None or right is None:
-        return None
-    return expr.op, left, right
-
-
-def _operand(expr: Expr) -> Operand | None:
-    if isinstance(expr, Var):
-        return ("var", expr.name)
-    if isinstance(expr, (Literal, IRI)):
-        try:
-            return ("const", compile_value(expr)({}))
-        except ExprError:
-            return None
-    return None
-
-
-def _fast(
-    op: str, left: Operand, right: Operand, reads: _Reads
-) -> tuple[Test, tuple[str, int, int] | None] | bool:
-    """One comparison, with its threshold form (`Take.threshold`) if it has one. Operands the
-    candidate or a constant gives are read from the candidate's values, the run's from its
-    VALUE slots; with the run's operand on the right (a < b is b > a: `compare` is
-    antisymmetric and `equals` symmetric). False: it never holds (an unbound variable is an
-    error, so false)."""
-    sides = [_side(left, reads), _side(right, reads)]
-    if any(side is None for side in sides):
-        return False
-    (lk, li), (rk, ri) = sides  # type: ignore[misc]
-    if lk == "run" and rk != "run":
-        op, (lk, li), (rk, ri) = _FLIP[op], (rk, ri), (lk, li)
-    if lk == "run":
-        return _run_run(op, li, ri), None
-    if rk == "run":
-        return _cand_run(op, lk, li, ri), ((op, li, ri) if lk == "cand" else None)
-    return _cand_cand(op, (lk, li), (rk, ri)), None
-
-
-def _side(operand: Operand, reads: _Reads) -> tuple[str, Any] | None:
-    kind, payload = operand
-    if kind == "const":
-        return ("const", payload)
-    if reads.bound_by_cand(payload):
-        return ("cand", reads.cand(payload, VALUE))
-    slot = reads.run(payload, VALUE)
-    return None if slot is None else ("run", slot)
-
-
-def holds(op: str, a: Value, b: Value) -> bool:
-    """`a op b` as a FILTER sees it (an error is false): SPARQL's `compare`/`equals`."""
-    try:
-        if op == "=":
-            return equals(a, b)
-        if op == "!=":
-            return not equals(a, b)
-        return compare(a, b) in ORDER_TESTS[op]
-    except ExprError:
-        return False
-
-
-def _cand_run(op: str, kind: str, index: Any, slot: int) -> Test:
-    """`x op r`, x the candidate's value (or a constant), r the run's: one kind of number is
-    compared by Python, as `compare` does; anything else by `holds`."""
-    if kind == "const":
-        constant: Value = index
-        compared = _PY[op]
-
-        def against_constant(slots: Slots, values: tuple[Any, ...]) -> bool:
-            b = slots[slot]
-            if b is None:
-                return False
-            if b.k == constant.k and b.k <= DOUBLE:
-                return compared(constant.v, b.v)
-            return holds(op, constant, b)
-
-        return against_constant
-    position: int = index
-    if op == "<":
-
-        def less(slots: Slots, values: tuple[Any, ...]) -> bool:
-            b = slots[slot]
-            if b is None:
-                return False
-            a = values[position]
-            if a.k == b.k and a.k <= DOUBLE:
-                return bool(a.v < b.v)
-            return holds("<", a, b)
-
-        return less
-    if op == ">":
-
-        def greater(slots: Slots, values: tuple[Any, ...]) -> bool:
-            b = slots[slot]
-            if b is None:
-                return False
-            a = values[position]
-            if a.k == b.k and a.k <= DOUBLE:
-                return bool(a.v > b.v)
-            return holds(">", a, b)
-
-        return greater
-    compared = _PY[op]
-
-    def other(slots: Slots, values: tuple[Any, ...]) -> bool:
-        b = slots[slot]
-        if b is None:
-            return False
-        a = values[position]
-        if a.k == b.k and a.k <= DOUBLE:
-            return compared(a.v, b.v)
-        return holds(op, a, b)
-
-    return other
-
-
-def _run_run(op: str, left: int, right: int) -> Test:
-    compared = _PY[op]
-
-    def test(slots: Slots, values: tuple[Any, ...]) -> bool:
-        a, b = slots[left], slots[right]
-        if a is None or b is None:
-            return False
-        if a.k == b.k and a.k <= DOUBLE:
-            return compared(a.v, b.v)
-        return holds(op, a, b)
-
-    return test
-
-
-def _cand_cand(op: str, left: tuple[str, Any], right: tuple[str, Any]) -> Test:
-    """Both operands from the candidate (or constants): the same for every run; tested per run
-    all the same (rare: such a filter reads a variable the GPM may leave unbound)."""
-
-    def value(side: tuple[str, Any], values: tuple[Any, ...]) -> Value:
-        return side[1] if side[0] == "const" else values[side[1]]  # type: ignore[no-any-return]
-
-    compared = _PY[op]
-
-    def test(slots: Slots, values: tuple[Any, ...]) -> bool:
-        a, b = value(left, values), value(right, values)
-        if a.k == b.k and a.k <= DOUBLE:
-            return compared(a.v, b.v)
-        return holds(op, a, b)
-
-    return test
-
-
-_PY: Final[dict[str, Callable[[Any, Any], bool]]] = {
-    "<": lambda x, y: bool(x < y),
-    ">": lambda x, y: bool(x > y),
-    "<=": lambda x, y: bool(x <= y),
-    ">=": lambda x, y: bool(x >= y),
-    "=": lambda x, y: bool(x == y),
-    "!=": lambda x, y: bool(x != y),
-}
-"""Python's comparison of two numbers of one kind: what `compare`/`equals` compute for them
-(NaN: every order comparison false, `!=` true)."""
-
-
-def _general(expr: Expr, reads: _Reads) -> Test:
-    """A filter the evaluator runs, on a mapping of the variables it reads."""
-    predicate = compile_filter(expr)
-    sources: list[tuple[str, bool, int]] = []
-    for name in sorted(_variables(expr)):
-        if reads.bound_by_cand(name):
-            sources.append((name, True, reads.cand(name, TERM)))
-        else:
-            slot = reads.run(name, TERM)
-            if slot is not None:
-                sources.append((name, False, slot))
-    picks = tuple(sources)
-
-    def test(slots: Slots, values: tuple[Any, ...]) -> bool:
-        solution = {}
-        for name, from_cand, index in picks:
-            term = values[index] if from_cand else slots[index]
-            if term is not None:
-                solution[name] = term
-        return predicate(solution)
-
-    return test
-
-
-def _variables(expr: object) -> frozenset[str]:
-    """Every variable an expression mentions (a superset of what it reads)."""
-    if isinstance(expr, Var):
-        return frozenset((expr.name,))
-    if isinstance(expr, (tuple, list)):
-        return frozenset().union(*map(_variables, expr))
-    slots = getattr(type(expr), "__dataclass_fields__", None)
-    if slots is None:
-        return frozenset()
-    return frozenset().union(*(_variables(getattr(expr, name)) for name in slots))
 
 
 # ---------------------------------------------------------------------- layouts
@@ -673,10 +400,10 @@ class _Planner:
             found.update((n, TERM) for n in (may_bind(atom, variables) - self.key) & usable)
             for gpm in leaves(atom):
                 for residual in self.automaton.residuals[gpm]:
-                    parts = [_comparison(p) for p in _conjuncts(residual.expr)]
+                    parts = [comparison(p) for p in conjuncts(residual.expr)]
                     fast = _pure(residual.expr) and all(p is not None for p in parts)
                     kind = VALUE if fast else TERM
-                    found.update((n, kind) for n in _variables(residual.expr) & usable)
+                    found.update((n, kind) for n in variables_of(residual.expr) & usable)
         return found
 
 

@@ -41,9 +41,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from rsep.plugin.nfa.automaton import Automaton, State
-from rsep.plugin.nfa.buffer_state import Buffered, BufferState, Truncated
-from rsep.plugin.nfa.lean import LeanRuntime, Rows
-from rsep.plugin.nfa.lean_plan import EMPTY
+from rsep.plugin.nfa.buffer_state import Buffered, BufferState, Rows, Truncated
+from rsep.plugin.nfa.lean import LeanRuntime
+from rsep.plugin.nfa.lean_filters import EMPTY
 from rsep.plugin.nfa.lean_state import events as events_of
 from rsep.plugin.nfa.lean_state import mapping
 from rsep.plugin.nfa.runs import Group, Match, NfaState, RankOrderError
@@ -94,8 +94,8 @@ class BufferRuntime(LeanRuntime):
         state.touching = [[] for _ in range(self._size)]
         shapes = self.plan.shapes
         for seq, (rank, time, rows) in enumerate(raw):
-            planned = {
-                gpm: [(event, row, shapes.of_row(gpm, tuple(row))) for event, row in found]
+            planned: Rows = {
+                gpm: [((event,), row, shapes.of_row(gpm, tuple(row))) for event, row in found]
                 for gpm, found in rows.items()
             }
             touched = {spec.id: index for index, spec in enumerate(self._touched(tuple(planned)))}
@@ -110,7 +110,7 @@ class BufferRuntime(LeanRuntime):
             return super().general(state)
         nfa = NfaState()
         for entry in state.groups:
-            rows = {gpm: [(event, row) for event, row, _ in found] for gpm, found in entry.rows.items()}
+            rows = {gpm: [(events[0], row) for events, row, _ in found] for gpm, found in entry.rows.items()}
             Runtime.process(self, nfa, [Group(entry.rank, entry.time, rows)])
         if state.clock is not None:
             Runtime.advance_time(self, nfa, state.last_rank, state.clock)
