@@ -55,9 +55,13 @@ class LeanRuntime(Runtime):
 
     @property
     def visited(self) -> Counter[int]:
-        """Runs examined per state id (`Runtime.visited`), by either runtime."""
-        counts = Counter({i: n for i, n in enumerate(self._visits) if n})
-        counts.update(self._general_visits)
+        """Runs examined per state id (`Runtime.visited`), by either runtime: the lean loop
+        counts in a list, added in here when read."""
+        counts = self._general_visits
+        for state_id, count in enumerate(self._visits):
+            if count:
+                counts[state_id] += count
+                self._visits[state_id] = 0
         return counts
 
     @visited.setter

@@ -12,6 +12,13 @@ checkpoint carries the automaton's `fingerprint`, and one read for another
 automaton (rsep compiles the query differently since it was written), or
 written before fingerprints (formats 3 and 4), is refused with `StateMismatch`:
 the engines then replay the query from its registration instead of resuming.
+
+Format 6 adds, per key, the shared buffer's window (`BufferState.saved`: its clock and
+its groups' rows) for the automata that run on it (`lean_plan.buffered_eligible`), None for
+the others; the lean runtime's states are written as the general runtime's runs (its
+`LeanState.runs` view) and read back as such, then adopted. A format-5 state holding runs
+for an automaton that now runs on the shared buffer is refused (`StateMismatch`): the buffer
+keeps rows, not runs, and cannot continue them.
 """
 
 from __future__ import annotations

@@ -137,10 +137,10 @@ def _fields(automaton: object) -> dict[str, object]:
     return {name: getattr(automaton, name) for name in automaton.__dataclass_fields__}  # type: ignore[attr-defined]
 
 
-def test_the_variables_of_the_gpms_leave_the_fingerprint_alone():
-    """Checkpoints written before `Automaton.variables` existed stay valid."""
+def test_the_variables_of_the_gpms_and_the_match_limit_leave_the_fingerprint_alone():
+    """Checkpoints written before `Automaton.variables` and `match_limit` existed stay valid."""
     automaton, _ = compile_pattern("A ; B", variables={"A": ["x"], "B": ["y"]})
-    bare = automaton.__class__(**{**_fields(automaton), "variables": ()})
+    bare = automaton.__class__(**{**_fields(automaton), "variables": (), "match_limit": 7})
     assert snapshot.fingerprint(automaton) == snapshot.fingerprint(bare)
 
 
@@ -216,3 +216,29 @@ def test_a_copy_of_a_lean_state_is_not_changed_by_processing_the_original():
     assert isinstance(copy, LeanState) and runs_of(copy) == runs_of(state)
     lean.process(state, [groups_of([(1.0, {}), (2.0, {"A": [{"x": "<b>"}]})], index)[-1]])
     assert len(runs_of(state)[1]) == 2 and len(runs_of(copy)[1]) == 1
+
+
+def test_compiled_queries_choose_their_runtime():
+    """The stock V-shape runs lean, its skip-till-any variant with WITHIN on the shared buffer,
+    the same without WITHIN lean again (nothing bounds a buffer), EP-SPARQL generally."""
+    from rsep import compiler
+    from rsep.plugin.nfa.shared_buffer import BufferRuntime
+
+    def query(seq: str, within: str = "WITHIN 60 MINUTES") -> str:
+        return f"""PREFIX p: <http://example.org/stock#>
+SELECT * {within} FROM STREAM S1 <http://example.org/stocks>
+WHERE {{ SEQ ({seq})
+  DEFINE GPM A ON S1 {{ ?c p:price ?p1 . }}
+  DEFINE GPM B ON S1 {{ ?c p:price ?p2 . FILTER (?p2 < ?p1) }}
+  DEFINE GPM C ON S1 {{ ?c p:price ?p3 . FILTER (?p3 > ?p1) }} }}"""
+
+    def runtime(text: str, **options: object) -> Runtime:
+        plan = compiler.compile_text(text, source="<test>", **options)  # type: ignore[arg-type]
+        return KeyedNfa(plan.automaton, plan.key).runtime  # type: ignore[union-attr]
+
+    assert type(runtime(query("A, B+, C"))) is LeanRuntime
+    assert type(runtime(query("A; B+; C"))) is LeanRuntime
+    assert type(runtime(query("A: B+: C"))) is BufferRuntime
+    assert type(runtime(query("A: B+: C", within=""))) is LeanRuntime
+    epsparql = "PREFIX : <http://example.org/> SELECT * WHERE { ?x :p ?y . ?x :q ?z }"
+    assert type(runtime(epsparql, dialect="ep-sparql")) is Runtime
