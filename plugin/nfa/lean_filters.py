@@ -21,7 +21,7 @@ from rsep.plugin.expr import ExprError, compile_filter, compile_value
 from rsep.plugin.expr.closures import ORDER_TESTS
 from rsep.plugin.expr.operators import compare, equals
 from rsep.plugin.expr.values import DOUBLE, Value, parse_term
-from rsep.plugin.nfa.candidates import _pure
+from rsep.plugin.nfa.candidates import pure
 
 TERM: Final = 0
 VALUE: Final = 1
@@ -84,7 +84,7 @@ def compile_residual(expr: Expr, reads: Reads) -> list[tuple[Test, tuple[str, in
     no run here binds)."""
     parts = conjuncts(expr)
     compiled = [comparison(part) for part in parts]
-    if not _pure(expr) or any(c is None for c in compiled):
+    if not pure(expr) or any(c is None for c in compiled):
         return [(_general(expr, reads), None)]
     tests: list[tuple[Test, tuple[str, int, int] | None]] = []
     for item in compiled:

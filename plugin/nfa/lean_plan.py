@@ -2,7 +2,7 @@
 keeps at each state, and each state's checks compiled per candidate *shape*.
 
 A lean run does not carry its solution mapping. It carries the rows it took (in its path,
-`lean.Node`) and, in a small tuple of *slots*, only the bindings that the checks of its state
+`lean_state.Node`) and, in a small tuple of *slots*, only the bindings that the checks of its state
 and of the states after it read from the run's side: the variables a candidate joins on and
 the variables its pending (stateful) filters read. The slots of a state are its *layout*, found
 by two passes over the automaton (`_Planner`): forward, which variables a run waiting in a state
@@ -37,7 +37,7 @@ from rsep.plugin.nfa.automaton import (
     GpmVariables,
     State,
 )
-from rsep.plugin.nfa.candidates import _pure
+from rsep.plugin.nfa.candidates import pure
 from rsep.plugin.nfa.lean_filters import (
     EMPTY,
     TERM,
@@ -401,7 +401,7 @@ class _Planner:
             for gpm in leaves(atom):
                 for residual in self.automaton.residuals[gpm]:
                     parts = [comparison(p) for p in conjuncts(residual.expr)]
-                    fast = _pure(residual.expr) and all(p is not None for p in parts)
+                    fast = pure(residual.expr) and all(p is not None for p in parts)
                     kind = VALUE if fast else TERM
                     found.update((n, kind) for n in variables_of(residual.expr) & usable)
         return found

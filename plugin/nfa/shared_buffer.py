@@ -256,8 +256,14 @@ class _Enumeration:
         reach, targets = self.runtime._reach, self.targets
         touching = buffer.touching[state_id]
         children: list[tuple[Any, ...]] = []
-        for seq in touching[bisect_right(touching, last_seq) :]:
-            group = buffer.groups[buffer.position(seq)]
+        groups, first = buffer.groups, buffer.groups[0].seq
+        for at in range(bisect_right(touching, last_seq), len(touching)):
+            self.budget -= 1
+            if self.budget < 0:
+                self.stopped = True
+                break
+            seq = touching[at]
+            group = groups[seq - first]
             if within is not None and group.time - start_time > within:
                 break
             if gap is not None and group.rank > last_rank + gap:
