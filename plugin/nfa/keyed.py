@@ -121,8 +121,15 @@ class KeyedNfa:
         ranks up to `closed` for real, then advance every key to (`closed`, `clock`): no later
         row has a smaller rank or time. The rows of later ranks stay pending and, with
         `tentative`, are run on copies. Returns the matches found, in no particular order."""
-        ready, pending = _split(state.pending, rows, events, closed)
-        matches = self.process(state, ready, events)
+        runtime = self.runtime
+        if isinstance(runtime, LeanRuntime):  # splits the rows while it groups them
+            pending: Rows = {}
+            matches = runtime.process_rows(
+                state.states, rows, events, self.key, earlier=state.pending, closed=closed, later=pending
+            )
+        else:
+            ready, pending = split_closed(state.pending, rows, events, closed)
+            matches = self.process(state, ready, events)
         state.closed_rank = max(state.closed_rank, closed)
         self.advance(state, state.closed_rank, clock)
         state.pending = pending
@@ -223,8 +230,8 @@ def groups_by_key(
     return {k: [groups[r] for r in sorted(groups)] for k, groups in grouped.items()}
 
 
-def _split(
-    pending: Rows, rows: GpmRows, events: Mapping[int, NumberedEvent], closed: int
+def split_closed(
+    pending: GpmRows, rows: GpmRows, events: Mapping[int, NumberedEvent], closed: int
 ) -> tuple[GpmRows, Rows]:
     """(rows of ranks up to `closed`, rows of later ranks), the pending rows first."""
     if not pending and all(events[e].rank <= closed for gpm_rows in rows.values() for e, _ in gpm_rows):

@@ -154,17 +154,30 @@ class LeanRuntime(Runtime):
         key: Sequence[str],
         *,
         scratch: bool = False,
+        earlier: Mapping[int, Sequence[tuple[int, Mapping[str, str]]]] | None = None,
+        closed: int | None = None,
+        later: dict[int, list[tuple[int, Mapping[str, str]]]] | None = None,
     ) -> list[Match]:
         """`KeyedNfa.process` (and, with `scratch`, its tentative run on copies): the rows of
-        several keys, grouped by key and rank while their shapes are planned, then each key's
-        groups in rank order. Returns the matches."""
+        several keys (`earlier` ones first), grouped by key and rank while their shapes are
+        planned, then each key's groups in rank order. With `closed`, only rows of ranks up to
+        it: the others go to `later` (`KeyedNfa.step`'s pending rows), in the same pass.
+        Returns the matches."""
+        sources = (rows,) if earlier is None else (earlier, rows)
         if not self.degraded:
             try:
-                grouped = self._grouped(rows, events, tuple(key))
+                grouped = self._grouped(sources, events, tuple(key), closed, later)
             except Unplanned:
                 self.degraded = True
+                if later is not None:
+                    later.clear()
         if self.degraded:
-            return self._general_rows(states, rows, events, key, scratch)
+            from rsep.plugin.nfa.keyed import split_closed
+
+            ready, rest = split_closed(earlier or {}, rows, events, closed if closed is not None else 1 << 62)
+            if later is not None:
+                later.update(rest)
+            return self._general_rows(states, ready, events, key, scratch)
         found: list[Match] = []
         for row_key, by_rank in grouped.items():
             base = states.get(row_key)
@@ -180,34 +193,44 @@ class LeanRuntime(Runtime):
 
     def _grouped(
         self,
-        rows: Mapping[int, Sequence[tuple[int, Mapping[str, str]]]],
+        sources: tuple[Mapping[int, Sequence[tuple[int, Mapping[str, str]]]], ...],
         events: Mapping[int, NumberedEvent],
         key: tuple[str, ...],
+        closed: int | None,
+        later: dict[int, list[tuple[int, Mapping[str, str]]]] | None,
     ) -> dict[Key, dict[int, tuple[float, Rows]]]:
-        """Rows -> per key, per rank, (time, rows by GPM with their shapes)."""
+        """Rows -> per key, per rank, (time, rows by GPM with their shapes); rows of ranks
+        after `closed` to `later`."""
         grouped: dict[Key, dict[int, tuple[float, Rows]]] = {}
         single = key[0] if len(key) == 1 else None
         shapes = self.plan.shapes
-        for gpm, gpm_rows in rows.items():
-            known = shapes.rows(gpm)
-            for event_id, row in gpm_rows:
-                names = tuple(row)
-                shape = known.get(names)
-                if shape is None:
-                    shape = shapes.of_row(gpm, names)
-                row_key = (row[single],) if single is not None else tuple([row[n] for n in key])
-                by_rank = grouped.get(row_key)
-                if by_rank is None:
-                    by_rank = grouped[row_key] = {}
-                numbered = events[event_id]
-                group = by_rank.get(numbered.rank)
-                if group is None:
-                    group = by_rank[numbered.rank] = (numbered.event.time.seconds, {})
-                found = group[1].get(gpm)
-                if found is None:
-                    group[1][gpm] = [((event_id,), row, shape)]
-                else:
-                    found.append(((event_id,), row, shape))
+        last = closed if closed is not None else 1 << 62
+        for rows in sources:
+            for gpm, gpm_rows in rows.items():
+                known = shapes.rows(gpm)
+                for event_id, row in gpm_rows:
+                    numbered = events[event_id]
+                    rank = numbered.rank
+                    if rank > last:
+                        assert later is not None
+                        later.setdefault(gpm, []).append((event_id, row))
+                        continue
+                    names = tuple(row)
+                    shape = known.get(names)
+                    if shape is None:
+                        shape = shapes.of_row(gpm, names)
+                    row_key = (row[single],) if single is not None else tuple([row[n] for n in key])
+                    by_rank = grouped.get(row_key)
+                    if by_rank is None:
+                        by_rank = grouped[row_key] = {}
+                    group = by_rank.get(rank)
+                    if group is None:
+                        group = by_rank[rank] = (numbered.event.time.seconds, {})
+                    found = group[1].get(gpm)
+                    if found is None:
+                        group[1][gpm] = [((event_id,), row, shape)]
+                    else:
+                        found.append(((event_id,), row, shape))
         return grouped
 
     def _general_rows(
@@ -281,6 +304,30 @@ class LeanRuntime(Runtime):
         """`Runtime._advance_runs`, lean: the runs of one state meet the group's candidates."""
         plan = self.plan.states[spec.id]
         memo = plan.takes
+        direct = plan.direct
+        if direct is not None:
+            found = rows.get(direct)
+            if found is None or len(found) == 1:  # the common case, in as few calls as it takes
+                offer = None
+                if found is not None:
+                    events, cand_mapping, shape = found[0]
+                    take = memo.get(shape) or self.plan.take(plan, spec, shape)
+                    if not take.never:
+                        offer = (events, cand_mapping, take.test, take.values(cand_mapping), take)
+                if not plan.strict:
+                    return self._advance_one(spec, plan, runs, rank, time, [offer] if offer else [], accepted)
+                if offer is not None:
+                    last = rank - 1
+                    within = plan.within
+                    if within is None:
+                        alive = [run for run in runs if run[2] >= last]
+                    else:
+                        horizon = time - within
+                        alive = [run for run in runs if run[0] >= horizon and run[2] >= last]
+                    taking = passing(alive, take, offer[2], offer[3])
+                    if taking:
+                        self._children(spec, taking, rank, events, cand_mapping, offer[3], take, accepted)
+                return []  # every run here meets the group a rank after its last: none stays
         offers = []
         for events, cand_mapping, shape in self._cands(spec.atom, rows, cache):
             take = memo.get(shape) or self.plan.take(plan, spec, shape)
@@ -451,8 +498,11 @@ class LeanRuntime(Runtime):
         accepted: list[tuple[Node, float, int]],
     ) -> None:
         """New runs from an initial state (`Runtime._process_group`'s last loop)."""
-        for events, cand_mapping, shape in self._cands(spec.atom, rows, cache):
-            take = self.plan.take(None, spec, shape)
+        direct = self.plan.states[spec.id].direct
+        found = (rows.get(direct) or ()) if direct is not None else self._cands(spec.atom, rows, cache)
+        takes = self.plan.initial_takes(spec)
+        for events, cand_mapping, shape in found:
+            take = takes.get(shape) or self.plan.take(None, spec, shape)
             if take.never:
                 continue
             values = take.values(cand_mapping)

@@ -181,6 +181,12 @@ class StatePlan:
     next_only: bool
     takes: dict[Shape, Take] = field(default_factory=dict)
     guards: dict[Shape, Take] = field(default_factory=dict)
+    direct: int | None = None
+    """The GPM whose rows are the state's candidates as they are (its atom is that GPM, no
+    residual filter of it can be evaluated on a row alone) when it has no guards: the runtime
+    reads them straight from the group (`LeanRuntime._advance`)."""
+    strict: bool = False
+    """Strict contiguity of one rank: a run waiting here takes at the next rank or is gone."""
 
 
 class Plan:
@@ -201,12 +207,17 @@ class Plan:
             )
             for spec in automaton.states
         ]
+        for plan in self.states:
+            spec = plan.spec
+            if isinstance(spec.atom, GpmAtom) and not spec.guards and self.shapes.settled[spec.atom.gpm]:
+                plan.direct = spec.atom.gpm
+            plan.strict = spec.max_gap == 1 and not plan.next_only
         self._initial: dict[int, dict[Shape, Take]] = {}
         self._residuals = automaton.residuals
 
     def take(self, plan: StatePlan | None, spec: State, shape: Shape) -> Take:
         """The checks of `spec` (waiting runs planned by `plan`; None: a new run) for `shape`."""
-        memo = plan.takes if plan is not None else self._initial_takes(spec)
+        memo = plan.takes if plan is not None else self.initial_takes(spec)
         found = memo.get(shape)
         if found is None:
             layout = plan.layout if plan is not None else EMPTY
@@ -223,7 +234,8 @@ class Plan:
             )
         return found
 
-    def _initial_takes(self, spec: State) -> dict[Shape, Take]:
+    def initial_takes(self, spec: State) -> dict[Shape, Take]:
+        """The takes of an initial state for new runs, by shape (`take` fills it)."""
         return self._initial.setdefault(spec.id, {})
 
     def _compile(
