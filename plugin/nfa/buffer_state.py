@@ -17,7 +17,8 @@ Saved = list[tuple[int, float, dict[int, list[tuple[int, Any]]]]]
 @dataclass(frozen=True, slots=True)
 class Truncated:
     """A timestamp at which a key's enumeration stopped at the limit: `reported` matches were
-    reported, others were not (docs/semantics.md, "The shared buffer")."""
+    reported, others were not (docs/semantics.md, "Which runtime runs an automaton, and the
+    shared buffer")."""
 
     rank: int
     time: float

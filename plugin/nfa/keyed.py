@@ -16,6 +16,9 @@ partition key into timestamp groups (`groups_by_key`), and
    (matches at a rank only grow with the rank's events).
 
 `Runtime.process` must see a rank whole, which is why the open rank is never processed for real.
+Which runtime runs the automaton (`runtime_for`: the general one, the lean one or the shared
+buffer) is decided once, from the automaton; the lean runtime and the buffer group a step's rows
+themselves (`LeanRuntime.process_rows`), splitting the open rank off in the same pass.
 A driver that only ever gives whole ranks (a replay over files) passes its last rank as
 `closed` and has nothing pending.
 
@@ -69,8 +72,9 @@ class KeyedState:
     """Every rank up to this one has been processed for real."""
     truncated: list[tuple[Key, Truncated]] = field(default_factory=list)
     """Timestamps at which a key's shared buffer reported only `Automaton.match_limit` matches
-    (docs/semantics.md, "The shared buffer"), appended by `KeyedNfa.step`: drivers report and
-    clear them. Not checkpointed."""
+    (docs/semantics.md, "Which runtime runs an automaton, and the shared buffer"), appended by
+    `KeyedNfa.step`: drivers report and clear them (an open rank run tentatively, then for
+    real, may be there twice). Not checkpointed."""
 
     def run_count(self) -> int:
         return sum(nfa.run_count() for nfa in self.states.values())

@@ -2,9 +2,10 @@
 
 Under skip-till-any a waiting run never leaves its state (it takes every compatible event and
 keeps waiting), so `SEQ (A: B+: C)` holds a run per (A, first B, last B) triple: n³/6 runs for
-n B events, with no C needed (docs/semantics.md, "The shared buffer"). SASE+ keeps such runs
-in stacks of events with pointers to their predecessors, and Flink CEP in a versioned
-`SharedBuffer`; in both a partial match is only enumerated when it completes. Here the buffer
+n events that are each an A and a B, with no C needed (docs/semantics.md, "Which runtime runs
+an automaton, and the shared buffer"). SASE+ keeps such runs in stacks of events with
+pointers to their predecessors, and Flink CEP in a versioned `SharedBuffer`; in both a partial
+match is only enumerated when it completes. Here the buffer
 is simpler still: per key, the groups (timestamps) of the window, their rows and the candidates
 each atom makes of them (`Buffered`). Which partial runs exist is a function of those groups
 (the general runtime computes nothing else), so when a group offers a candidate to an
