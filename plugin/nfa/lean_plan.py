@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rsep.plugin.algebra.events import SelectionStrategy
+from rsep.plugin.errors import InternalError
 from rsep.plugin.expr import compile_filter
 from rsep.plugin.nfa.automaton import (
     Atom,
@@ -55,9 +56,9 @@ from rsep.plugin.nfa.lean_filters import (
 Build = Callable[[Slots, tuple[Any, ...]], Slots]
 
 
-class Unplanned(Exception):
+class Unplanned(InternalError):
     """A row the plan does not cover (a variable its GPM was not declared with): the caller
-    runs the general runtime."""
+    runs the general runtime. Never leaves the lean runtime."""
 
 
 # ---------------------------------------------------------------------- shapes
