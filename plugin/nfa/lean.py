@@ -283,7 +283,7 @@ class LeanRuntime(Runtime):
             if new:
                 lists[target].extend(new)
                 new.clear()
-        return matches_at(accepted, rank, time) if accepted else []
+        return matches_at(accepted, rank, time)[0] if accepted else []
 
     def _outs(self, take: Take) -> tuple[tuple[list[LeanRun], Any], ...]:
         outs = take.outs

@@ -3,7 +3,7 @@ group, the runs that take a candidate, the steps they make, a timestamp's matche
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rsep.plugin.expr.values import DOUBLE, parse_term
@@ -129,8 +129,11 @@ def guarded(guards: list[tuple[Any, Any]], slots: tuple[Any, ...]) -> bool:
     return False
 
 
-def matches(accepted: list[tuple[Node, float, int]], rank: int, time: float) -> list[Match]:
-    """A timestamp's matches in detection order, each (events, mapping) once (`Runtime._report`)."""
+def matches(
+    accepted: Iterable[tuple[Node, float, int]], rank: int, time: float, limit: int | None = None
+) -> tuple[list[Match], bool]:
+    """A timestamp's matches in detection order (the order of `accepted`), each (events,
+    mapping) once (`Runtime._report`); at most `limit`. Also: whether the limit left any out."""
     out: list[Match] = []
     seen: dict[tuple[int, ...], list[dict[str, str]]] = {}
     for node, start_time, start_rank in accepted:
@@ -143,8 +146,10 @@ def matches(accepted: list[tuple[Node, float, int]], rank: int, time: float) -> 
             continue
         else:
             same.append(solution)
+        if len(out) == limit:
+            return out, True
         out.append(Match(taken, start_time, time, start_rank, rank, solution))
-    return out
+    return out, False
 
 
 def slots_of(layout: tuple[tuple[str, int], ...], solution: Mapping[str, str]) -> tuple[Any, ...]:

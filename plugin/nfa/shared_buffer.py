@@ -38,15 +38,14 @@ skip-till-any state that multiplies runs (after a Kleene+ or another skip-till-a
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from rsep.plugin.nfa.automaton import Automaton, State
 from rsep.plugin.nfa.buffer_state import Buffered, BufferState, Rows, Truncated
 from rsep.plugin.nfa.lean import LeanRuntime
 from rsep.plugin.nfa.lean_filters import EMPTY
-from rsep.plugin.nfa.lean_state import events as events_of
-from rsep.plugin.nfa.lean_state import mapping
+from rsep.plugin.nfa.lean_steps import matches
 from rsep.plugin.nfa.runs import Group, Match, NfaState, RankOrderError
 from rsep.plugin.nfa.runtime import Runtime
 from rsep.plugin.nfa.snapshot import StateMismatch
@@ -275,13 +274,7 @@ class _Enumeration:
                     self._accept(spec, plan, group, touched_index, start_time, start_rank, node, slots, key)
                 break
             took = False
-            for index, (events, row, shape) in enumerate(self._cands(spec.atom, group)):
-                take = plan.takes.get(shape) or self.plan.take(plan, spec, shape)
-                if take.never:
-                    continue
-                values = self._take_values(take, row)
-                if take.test is not None and not take.test(slots, values):
-                    continue
+            for index, events, row, take, values in self._taking(spec, plan, group, slots):
                 took = True
                 child_node = _node(events, node, row, take)
                 child_key = (group.rank, touched_index, key, index)
@@ -308,6 +301,19 @@ class _Enumeration:
                 break
         stack.extend(reversed(children))
 
+    def _taking(
+        self, spec: State, plan: Any, group: Buffered, slots: tuple[Any, ...]
+    ) -> Iterator[tuple[Any, ...]]:
+        """The candidates of `spec`'s atom at `group` a run with `slots` takes: (index, events,
+        mapping, take, values)."""
+        for index, (events, row, shape) in enumerate(self._cands(spec.atom, group)):
+            take = plan.takes.get(shape) or self.plan.take(plan, spec, shape)
+            if take.never:
+                continue
+            values = self._take_values(take, row)
+            if take.test is None or take.test(slots, values):
+                yield index, events, row, take, values
+
     def _guarded(self, spec: State, plan: Any, group: Buffered, slots: tuple[Any, ...]) -> bool:
         for atom in spec.guards:
             for _, row, shape in self._cands(atom, group):
@@ -330,13 +336,7 @@ class _Enumeration:
         slots: tuple[Any, ...],
         key: tuple[Any, ...],
     ) -> None:
-        for index, (events, row, shape) in enumerate(self._cands(spec.atom, group)):
-            take = plan.takes.get(shape) or self.plan.take(plan, spec, shape)
-            if take.never:
-                continue
-            values = self._take_values(take, row)
-            if take.test is not None and not take.test(slots, values):
-                continue
+        for index, events, row, take, _ in self._taking(spec, plan, group, slots):
             self.found.append(
                 ((touched_index, key, index), _node(events, node, row, take), start_time, start_rank)
             )
@@ -348,23 +348,9 @@ class _Enumeration:
         """The matches in detection order, each (events, mapping) once, at most the limit."""
         entry = self.entry
         self.found.sort(key=lambda item: _flat(item[0]))
-        out: list[Match] = []
-        seen: dict[tuple[int, ...], list[dict[str, str]]] = {}
-        for _, node, start_time, start_rank in self.found:
-            taken = events_of(node)
-            solution = mapping(node)
-            same = seen.get(taken)
-            if same is None:
-                seen[taken] = [solution]
-            elif solution in same:
-                continue
-            else:
-                same.append(solution)
-            if len(out) == self.limit:
-                self.stopped = True
-                break
-            out.append(Match(taken, start_time, entry.time, start_rank, entry.rank, solution))
-        if self.stopped:
+        accepted = ((node, start_time, start_rank) for _, node, start_time, start_rank in self.found)
+        out, cut = matches(accepted, entry.rank, entry.time, self.limit)
+        if self.stopped or cut:
             self.buffer.truncated.append(Truncated(entry.rank, entry.time, len(out)))
         return out
 
