@@ -40,6 +40,7 @@ from rsep.plugin.nfa.automaton import (
     ConjunctionAtom,
     DisjunctionAtom,
     GpmAtom,
+    GpmVariables,
     ResidualFilter,
     State,
     format_atom,
@@ -116,15 +117,43 @@ def compile_automaton(
     *,
     key: frozenset[str] = frozenset(),
     within: float | None = None,
+    gpm_certain: Callable[[GraphPatternEvent], frozenset[str]] | None = None,
 ) -> Automaton:
     """Compile a SPAseq-shaped event pattern. `gpm_index` maps GPM names to
-    their index in the plan; `gpm_vars` gives the variables a GPM may bind;
-    `key` are the partition-key variables (never rebound by Kleene+)."""
+    their index in the plan; `gpm_vars` gives the variables a GPM may bind
+    (`gpm_certain`, those it binds in every solution); `key` are the
+    partition-key variables (never rebound by Kleene+)."""
     elements = _flatten(pattern, gpm_index, gpm_vars)
     _check_ends(elements)
     builder = _Builder(elements, key)
     initial = tuple(builder.state_for(0, target) for target in builder.targets_from(0))
-    return Automaton(tuple(builder.states), initial, residuals, within)
+    variables = _variables(pattern, gpm_index, gpm_vars, gpm_certain)
+    return Automaton(tuple(builder.states), initial, residuals, within, variables=variables)
+
+
+def _variables(
+    pattern: EventPattern,
+    gpm_index: Mapping[str, int],
+    gpm_vars: Callable[[GraphPatternEvent], frozenset[str]],
+    gpm_certain: Callable[[GraphPatternEvent], frozenset[str]] | None,
+) -> tuple[GpmVariables, ...]:
+    """Per GPM index, the variables its rows bind (`Automaton.variables`)."""
+    found: dict[int, GpmVariables] = {}
+    pending: list[EventPattern] = [pattern]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, GraphPatternEvent):
+            certain = gpm_certain(node) if gpm_certain is not None else frozenset()
+            found[gpm_index[node.name]] = GpmVariables(gpm_vars(node), certain)
+        elif isinstance(node, Sequence):
+            pending.extend(node.elements)
+        elif isinstance(node, (Conjunction, Disjunction)):
+            pending.extend(node.operands)
+        elif isinstance(node, (KleenePlus, OptionalEvent, Negation)):
+            pending.append(node.element)
+    if sorted(found) != list(range(len(found))):
+        return ()
+    return tuple(found[i] for i in range(len(found)))
 
 
 def _flatten(

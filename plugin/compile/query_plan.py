@@ -116,8 +116,15 @@ def compile_query(query: EventQuery) -> QueryPlan:
         automaton = replace(automaton, inputs=tuple(_input_template(g) for g in gpms))
     else:
         variables = {g.name: p.variables for g, p in zip(gpms, plans, strict=True)}
+        certain = {g.name: p.certain for g, p in zip(gpms, plans, strict=True)}
         automaton = compile_automaton(
-            pattern, index, lambda g: variables[g.name], residuals, key=frozenset(key), within=within
+            pattern,
+            index,
+            lambda g: variables[g.name],
+            residuals,
+            key=frozenset(key),
+            within=within,
+            gpm_certain=lambda g: certain[g.name],
         )
         automaton = replace(automaton, policy=query.consumption)
         needs = lazy_needs(automaton)

@@ -20,7 +20,7 @@ or a conjunction (same timestamp, Def. 8) or disjunction (Def. 9) of atoms.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Union
 
@@ -268,6 +268,15 @@ class ResidualFilter:
 
 
 @dataclass(frozen=True, slots=True)
+class GpmVariables:
+    """The variables one GPM's rows may bind (`may`) and bind in every row (`certain`): what the
+    lean runtime (`plugin/nfa/lean.py`) keeps of a run's bindings is planned from them."""
+
+    may: frozenset[str]
+    certain: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
 class Automaton:
     """The whole compiled pattern: states, the states a new run starts from,
     and per GPM the residual filters the runtime applies."""
@@ -284,6 +293,14 @@ class Automaton:
     """Unrestricted: every run takes every compatible event. Chronological /
     recent (RSEP-QL SEQ^c / SEQ^r with consumption): each event is taken by the
     earliest / latest waiting run only, and the inputs of a match are consumed."""
+    match_limit: int | None = field(default=None, metadata={"fingerprint": False})
+    """Matches reported per key and timestamp by the shared buffer (`plugin/nfa/shared_buffer.py`;
+    None: its default). A bound on output, not on what a state means: not fingerprinted."""
+    variables: tuple[GpmVariables, ...] = field(default=(), metadata={"fingerprint": False})
+    """Per GPM, the variables its rows bind (empty: unknown, and the general runtime runs the
+    automaton). Not part of the fingerprint (`plugin/nfa/snapshot.py`): like the GPMs' queries it
+    comes from, it says nothing about what a saved state means, and checkpoints written before
+    the field existed stay valid."""
 
     def dump(self) -> str:
         """A readable listing of the automaton, one line per state."""

@@ -47,7 +47,7 @@ class Candidates:
         self.automaton = automaton
         self.within = automaton.within
         self._residuals: list[list[tuple[frozenset[str], Callable[[Mapping[str, str]], bool], bool]]] = [
-            [(r.variables, compile_filter(r.expr), _pure(r.expr)) for r in filters]
+            [(r.variables, compile_filter(r.expr), pure(r.expr)) for r in filters]
             for filters in automaton.residuals
         ]
         self._timed = any(s.interval for s in automaton.states)
@@ -154,14 +154,14 @@ class Candidates:
             pending = []
             reads: frozenset[str] | None = frozenset()
             ok = True
-            for variables, predicate, pure in residuals:
+            for variables, predicate, is_pure in residuals:
                 if variables <= mapping.keys():
                     if not predicate(mapping):
                         ok = False
                         break
                 else:
                     pending.append(predicate)
-                    reads = reads | variables if pure and reads is not None else None
+                    reads = reads | variables if is_pure and reads is not None else None
             if ok:
                 units: tuple[Unit, ...] = (self.unit(gpm, event, mapping),) if self._selective else ()
                 begins = ((starts.get(event, time) if starts else time),) if timed else ()
@@ -192,7 +192,7 @@ def _conj(a: Candidate, b: Candidate) -> Candidate | None:
 _IMPURE = frozenset({"RAND", "NOW", "UUID", "STRUUID", "BNODE"})
 
 
-def _pure(expr: object) -> bool:
+def pure(expr: object) -> bool:
     """Is a filter a function of the variables it reads, so that its outcome
     can be reused for equal bindings? Not with RAND(), NOW(), UUID(),
     STRUUID(), BNODE() or a graph pattern (EXISTS) anywhere inside."""
@@ -201,9 +201,9 @@ def _pure(expr: object) -> bool:
     if isinstance(expr, (Exists, Aggregate)):
         return False
     if isinstance(expr, tuple):
-        return all(map(_pure, expr))
+        return all(map(pure, expr))
     if is_dataclass(expr):
-        return all(_pure(getattr(expr, f.name)) for f in fields(expr))
+        return all(pure(getattr(expr, f.name)) for f in fields(expr))
     return True
 
 

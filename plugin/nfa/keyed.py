@@ -16,6 +16,9 @@ partition key into timestamp groups (`groups_by_key`), and
    (matches at a rank only grow with the rank's events).
 
 `Runtime.process` must see a rank whole, which is why the open rank is never processed for real.
+Which runtime runs the automaton (`runtime_for`: the general one, the lean one or the shared
+buffer) is decided once, from the automaton; the lean runtime and the buffer group a step's rows
+themselves (`LeanRuntime.process_rows`), splitting the open rank off in the same pass.
 A driver that only ever gives whole ranks (a replay over files) passes its last rank as
 `closed` and has nothing pending.
 
@@ -33,7 +36,12 @@ from typing import Protocol
 
 from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.nfa.automaton import Automaton
+from rsep.plugin.nfa.buffer_state import BufferState, Truncated
+from rsep.plugin.nfa.lean import LeanRuntime
+from rsep.plugin.nfa.lean_plan import buffered_eligible, lean_eligible
+from rsep.plugin.nfa.lean_state import LeanState
 from rsep.plugin.nfa.runtime import Group, Match, NfaState, Runtime
+from rsep.plugin.nfa.shared_buffer import BufferRuntime
 from rsep.plugin.numbering import NumberedEvent
 
 Key = tuple[str, ...]
@@ -62,6 +70,11 @@ class KeyedState:
     """GPM rows of the open rank (ranks after `closed_rank`)."""
     closed_rank: int = -1
     """Every rank up to this one has been processed for real."""
+    truncated: list[tuple[Key, Truncated]] = field(default_factory=list)
+    """Timestamps at which a key's shared buffer reported only `Automaton.match_limit` matches
+    (docs/semantics.md, "Which runtime runs an automaton, and the shared buffer"), appended by
+    `KeyedNfa.step`: drivers report and clear them (an open rank run tentatively, then for
+    real, may be there twice). Not checkpointed."""
 
     def run_count(self) -> int:
         return sum(nfa.run_count() for nfa in self.states.values())
@@ -88,7 +101,7 @@ class KeyedNfa:
     @property
     def runtime(self) -> Runtime:
         if self._runtime is None:
-            self._runtime = Runtime(self.automaton)
+            self._runtime = runtime_for(self.automaton, self.key)
         return self._runtime
 
     @runtime.setter
@@ -112,25 +125,40 @@ class KeyedNfa:
         ranks up to `closed` for real, then advance every key to (`closed`, `clock`): no later
         row has a smaller rank or time. The rows of later ranks stay pending and, with
         `tentative`, are run on copies. Returns the matches found, in no particular order."""
-        ready, pending = _split(state.pending, rows, events, closed)
-        matches = self.process(state, ready, events)
+        runtime = self.runtime
+        if isinstance(runtime, LeanRuntime):  # splits the rows while it groups them
+            pending: Rows = {}
+            matches = runtime.process_rows(
+                state.states, rows, events, self.key, earlier=state.pending, closed=closed, later=pending
+            )
+        else:
+            ready, pending = split_closed(state.pending, rows, events, closed)
+            matches = self.process(state, ready, events)
         state.closed_rank = max(state.closed_rank, closed)
         self.advance(state, state.closed_rank, clock)
         state.pending = pending
         if tentative and pending:
             matches.extend(self.tentative(state, pending, events))
+        if isinstance(self.runtime, BufferRuntime):
+            for key, nfa in state.states.items():
+                if isinstance(nfa, BufferState) and nfa.truncated:
+                    state.truncated.extend((key, item) for item in nfa.truncated)
+                    nfa.truncated.clear()
         return matches
 
     def process(self, state: KeyedState, rows: GpmRows, events: Mapping[int, NumberedEvent]) -> list[Match]:
         """Whole ranks, for real."""
-        found: list[Match] = []
         states = state.states
         runtime = self.runtime
+        if isinstance(runtime, LeanRuntime):
+            return runtime.process_rows(states, rows, events, self.key)
+        found: list[Match] = []
         for key, groups in groups_by_key(rows, events, self.key).items():
             nfa = states.get(key)
             if nfa is None:
-                nfa = states[key] = runtime.new_state()
-            found.extend(runtime.process(nfa, groups)[1])
+                nfa = runtime.new_state()
+            states[key], matches = runtime.process(nfa, groups)
+            found.extend(matches)
         return found
 
     def advance(self, state: KeyedState, rank: int, time: float) -> None:
@@ -139,14 +167,18 @@ class KeyedNfa:
         states = state.states
         runtime = self.runtime
         for key, nfa in list(states.items()):
-            runtime.advance_time(nfa, rank, time)
+            nfa = runtime.advance_time(nfa, rank, time)
             if nfa.idle():
                 del states[key]
+            else:
+                states[key] = nfa
 
     def tentative(self, state: KeyedState, rows: Rows, events: Mapping[int, NumberedEvent]) -> list[Match]:
         """The open rank's matches, found on copies of the states its rows touch."""
-        found: list[Match] = []
         runtime = self.runtime
+        if isinstance(runtime, LeanRuntime):
+            return runtime.process_rows(state.states, rows, events, self.key, scratch=True)
+        found: list[Match] = []
         for key, groups in groups_by_key(rows, events, self.key).items():
             base = state.states.get(key)
             scratch = copy_nfa(base) if base is not None else runtime.new_state()
@@ -156,6 +188,19 @@ class KeyedNfa:
     def settle(self, state: KeyedState, time: float) -> list[Match]:
         """The matches whose open anti-joins no solution up to `time` blocks (`Runtime.settle`)."""
         return [match for nfa in state.states.values() for match in self.runtime.settle(nfa, time)]
+
+
+def runtime_for(automaton: Automaton, key: Sequence[str] = ()) -> Runtime:
+    """The runtime that runs `automaton`, chosen from what it is made of: the shared buffer
+    (`plugin/nfa/shared_buffer.py`) where skip-till-any would multiply runs
+    (`buffered_eligible`), the lean runtime (`plugin/nfa/lean.py`) for the other common automata
+    (`lean_eligible`), the general one for the rest (interval patterns, consuming policies,
+    join groups)."""
+    if buffered_eligible(automaton):
+        return BufferRuntime(automaton, key)
+    if lean_eligible(automaton):
+        return LeanRuntime(automaton, key)
+    return Runtime(automaton)
 
 
 # ---------------------------------------------------------------------- rows and groups
@@ -189,8 +234,8 @@ def groups_by_key(
     return {k: [groups[r] for r in sorted(groups)] for k, groups in grouped.items()}
 
 
-def _split(
-    pending: Rows, rows: GpmRows, events: Mapping[int, NumberedEvent], closed: int
+def split_closed(
+    pending: GpmRows, rows: GpmRows, events: Mapping[int, NumberedEvent], closed: int
 ) -> tuple[GpmRows, Rows]:
     """(rows of ranks up to `closed`, rows of later ranks), the pending rows first."""
     if not pending and all(events[e].rank <= closed for gpm_rows in rows.values() for e, _ in gpm_rows):
@@ -214,6 +259,8 @@ def copy_nfa(state: NfaState) -> NfaState:
     the lists the state holds (runs per NFA state, remembered auxiliary solutions, join groups'
     occurrences, open anti-joins) and never changes their items. Every field is copied (a test
     guards this), so the tentative rank sees the history that anti-joins read."""
+    if isinstance(state, (LeanState, BufferState)):
+        return state.copy()
     copied: dict[str, object] = {}
     for f in fields(NfaState):
         value = getattr(state, f.name)
@@ -242,13 +289,18 @@ def live_events(state: KeyedState) -> set[int]:
     seen: set[int] = set()
     for nfa in state.states.values():
         live.update(nfa.joined_events())
-        for runs in nfa.runs.values():
-            for run in runs:
-                node = run.path
-                while node is not None and id(node) not in seen:
-                    seen.add(id(node))
-                    live.update(node[0])
-                    node = node[1]
+        if isinstance(nfa, BufferState):
+            live.update(nfa.held_events())
+            continue
+        if isinstance(nfa, LeanState):
+            heads: Iterable[object] = nfa.nodes()
+        else:
+            heads = (run.path for runs in nfa.runs.values() for run in runs)
+        for node in heads:
+            while node is not None and id(node) not in seen:
+                seen.add(id(node))
+                live.update(node[0])  # type: ignore[index]
+                node = node[1]  # type: ignore[index]
     return live
 
 
@@ -269,7 +321,16 @@ def pending_rank(state: KeyedState, events: Mapping[int, NumberedEvent]) -> tupl
 
 def first_run_start(state: KeyedState) -> float | None:
     """When the oldest live run started (None: no runs): WITHIN expires it after that."""
-    starts = [run.start_time for nfa in state.states.values() for runs in nfa.runs.values() for run in runs]
+    starts = [
+        start
+        for nfa in state.states.values()
+        for start in (
+            [nfa.first_start()]
+            if isinstance(nfa, (LeanState, BufferState))
+            else [run.start_time for runs in nfa.runs.values() for run in runs]
+        )
+        if start is not None
+    ]
     return min(starts, default=None)
 
 

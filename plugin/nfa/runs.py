@@ -26,8 +26,9 @@ from rsep.plugin.nfa.joins import Occurrence
 Mapping_ = dict[str, str]
 Unit = tuple[object, ...]
 """One consumable input: (event id,) or (event id, subject, predicate, object)."""
-Path = tuple[tuple[int, ...], Any] | None
-"""(events taken at one step, parent path): a persistent list, newest first."""
+Path = tuple[Any, ...] | None
+"""(events taken at one step, parent path, ...): a persistent list, newest first. The lean
+runtime's nodes carry more after those two (`plugin/nfa/lean_state.py`)."""
 
 
 @dataclass(slots=True)

@@ -18,6 +18,11 @@ run past a state (`_spawn`).
 
 No Spark, no Oxigraph: the runtime only needs the expression evaluator for
 stateful filters.
+
+This is the general runtime. The common automata run on the lean runtime
+(`plugin/nfa/lean.py`), which extends this class and gives the same results faster, or on
+the shared buffer (`plugin/nfa/shared_buffer.py`) where skip-till-any would multiply runs;
+`keyed.runtime_for` chooses (docs/semantics.md, "Which runtime runs an automaton, and the shared buffer").
 """
 
 from __future__ import annotations

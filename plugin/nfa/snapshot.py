@@ -12,6 +12,13 @@ checkpoint carries the automaton's `fingerprint`, and one read for another
 automaton (rsep compiles the query differently since it was written), or
 written before fingerprints (formats 3 and 4), is refused with `StateMismatch`:
 the engines then replay the query from its registration instead of resuming.
+
+Format 6 adds, per key, the shared buffer's window (`BufferState.saved`: its clock and
+its groups' rows) for the automata that run on it (`lean_plan.buffered_eligible`), None for
+the others; the lean runtime's states are written as the general runtime's runs (its
+`LeanState.runs` view) and read back as such, then adopted. A format-5 state holding runs
+for an automaton that now runs on the shared buffer is refused (`StateMismatch`): the buffer
+keeps rows, not runs, and cannot continue them.
 """
 
 from __future__ import annotations
@@ -25,10 +32,12 @@ from typing import Any
 
 from rsep.plugin.errors import InternalError
 from rsep.plugin.nfa.automaton import Automaton
+from rsep.plugin.nfa.buffer_state import BufferState
+from rsep.plugin.nfa.lean_plan import buffered_eligible
 from rsep.plugin.nfa.runs import NfaState, Path, Run
 
-VERSION = 5
-_READABLE = (3, 4, 5)
+VERSION = 6
+_READABLE = (3, 4, 5, 6)
 """Formats decoded when no automaton is given (in-memory copies, inspection)."""
 
 
@@ -63,6 +72,7 @@ def encode(states: Mapping[Any, NfaState], automaton: Automaton | None = None) -
             nfa.history,
             [(sid, [run(r) for r in runs]) for sid, runs in nfa.runs.items()],
             nfa.joins,
+            nfa.saved() if isinstance(nfa, BufferState) else None,
         )
         for key, nfa in states.items()
     ]
@@ -87,9 +97,19 @@ def decode(data: tuple[Any, ...], automaton: Automaton | None = None) -> dict[An
     nodes: list[Any] = []
     for events, parent in table:
         nodes.append((events, None if parent < 0 else nodes[parent]))
+    buffered = automaton is not None and buffered_eligible(automaton)
     states: dict[Any, NfaState] = {}
-    for key, last_rank, history, runs_by_state, *joins in encoded:
-        nfa = NfaState(last_rank=last_rank, history=history, joins=joins[0] if joins else {})
+    for key, last_rank, history, runs_by_state, *rest in encoded:
+        buffer = rest[1] if len(rest) > 1 else None
+        if buffer is not None:
+            states[key] = BufferState.restored(last_rank, *buffer)
+            continue
+        if buffered and runs_by_state:
+            raise StateMismatch(
+                "the NFA state holds runs, and rsep now runs this query on the shared buffer, "
+                "which keeps the window's events instead of runs and cannot continue them"
+            )
+        nfa = NfaState(last_rank=last_rank, history=history, joins=rest[0] if rest else {})
         for sid, runs in runs_by_state:
             nfa.runs[sid] = [
                 Run(s, mapping, start_time, start_rank, last, None if path < 0 else nodes[path], spans, units)
@@ -120,7 +140,8 @@ def _canonical(value: object) -> object:
     if isinstance(value, Enum):
         return [type(value).__name__, _canonical(value.value)]
     if is_dataclass(value) and not isinstance(value, type):
-        return [type(value).__name__, *(_canonical(getattr(value, f.name)) for f in fields(value))]
+        kept = (f for f in fields(value) if f.metadata.get("fingerprint", True))
+        return [type(value).__name__, *(_canonical(getattr(value, f.name)) for f in kept)]
     if isinstance(value, (frozenset, set)):
         return sorted((_canonical(item) for item in value), key=json.dumps)
     if isinstance(value, (tuple, list)):
