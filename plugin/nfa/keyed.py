@@ -29,6 +29,7 @@ endpoint's runner and Spark's per-key state keep those `live_events` says may st
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, fields
 from itertools import groupby
@@ -43,6 +44,8 @@ from rsep.plugin.nfa.lean_state import LeanState
 from rsep.plugin.nfa.runtime import Group, Match, NfaState, Runtime
 from rsep.plugin.nfa.shared_buffer import BufferRuntime
 from rsep.plugin.numbering import NumberedEvent
+
+logger = logging.getLogger("rsep.nfa")
 
 Key = tuple[str, ...]
 """The values of the plan's partition-key variables (N-Triples terms)."""
@@ -143,6 +146,7 @@ class KeyedNfa:
             for key, nfa in state.states.items():
                 if isinstance(nfa, BufferState) and nfa.truncated:
                     state.truncated.extend((key, item) for item in nfa.truncated)
+                    _warn_truncated(key, nfa.truncated, state.closed_rank)
                     nfa.truncated.clear()
         return matches
 
@@ -351,3 +355,15 @@ def in_detection_order(matches: Iterable[Match]) -> list[Match]:
 
 def _rank_and_events(match: Match) -> tuple[int, int, tuple[int, ...]]:
     return match.end_rank, match.start_rank, match.events
+
+
+def _warn_truncated(key: Key, truncated: Sequence[Truncated], closed: int) -> None:
+    """Matches left out are never silent: each timestamp whose rank is processed for real (a
+    tentative run of the open rank comes again when it closes) is logged once."""
+    for item in truncated:
+        if item.rank <= closed:
+            logger.warning(
+                "partition key %s at time %s: %d matches reported, the limit per timestamp "
+                "(Automaton.match_limit); further matches at this timestamp are not reported",
+                key or "()", item.time, item.reported,
+            )  # fmt: skip

@@ -134,7 +134,7 @@ def test_the_window_lets_the_buffer_forget():
 # ---------------------------------------------------------------------- the limit
 
 
-def test_a_timestamp_reports_at_most_the_limit_and_says_so():
+def test_a_timestamp_reports_at_most_the_limit_and_says_so(caplog):
     automaton, index = v_shape(limit=5)
     events = a_then_bs(6, c=True)
     general = Runtime(automaton)
@@ -148,6 +148,8 @@ def test_a_timestamp_reports_at_most_the_limit_and_says_so():
     assert found == sorted(found, key=lambda m: everything.index(m))  # in detection order
     ((key, truncated),) = state.truncated
     assert (key, truncated.rank, truncated.reported) == ((), len(events) - 1, 5)
+    (warning,) = [r for r in caplog.records if r.name == "rsep.nfa"]
+    assert "5 matches reported, the limit per timestamp" in warning.getMessage()
 
 
 def test_subsets_of_skip_till_any_occurrences_stay_bounded_by_the_limit():
