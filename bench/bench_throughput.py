@@ -45,6 +45,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -638,7 +639,7 @@ def main() -> None:
     repeat = args.repeat or (1 if args.quick else 3)
     started = time.perf_counter()
     print(f"rsep throughput benchmark{' --quick' if args.quick else ''}: {describe_machine()}")
-    print(f"commit {_commit()}; rsep run: {' '.join(rsep_command())}")
+    print(f"commit {_commit()}; pyspark {metadata.version('pyspark')}; rsep run: {' '.join(rsep_command())}")
     problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="rsep-bench-throughput-") as tmp:
         folder = Path(tmp)
