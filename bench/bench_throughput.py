@@ -55,9 +55,10 @@ from bench import proctree, vshape
 from bench.bench_engine import describe_machine
 from bench.common import CPU, REPO, compile_text, current_engine, replay
 from bench.proctree import GB, MB, Outcome
-from rsep.plugin.replay import Replay, number_events
+from rsep.plugin.numbering import number_events
+from rsep.plugin.replay import Replay
+from rsep.plugin.store.event_reader import parse_events, read_event_file
 from rsep.plugin.store.gpm_stage import GpmEvaluator
-from rsep.plugin.store.rdfio import parse_events, read_event_file
 
 FLINK_REQUIREMENT = "apache-flink==2.3.0"
 """What the PyFlink virtualenv holds (its own: it pins older pandas and pyarrow than rsep)."""

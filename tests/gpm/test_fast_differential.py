@@ -51,8 +51,8 @@ from rsep.plugin.algebra.terms import escape_string
 from rsep.plugin.compile.gpm_plan import GpmPlan, plan_gpm
 from rsep.plugin.expr import stored_nt
 from rsep.plugin.graph_events import GraphEvent, Timestamp
+from rsep.plugin.store.event_reader import parse_events
 from rsep.plugin.store.gpm_stage import GpmEvaluator
-from rsep.plugin.store.rdfio import parse_events
 from rsep.plugin.vocabulary import PROV_GENERATED_AT
 
 EXAMPLES = int(os.environ.get("RSEP_GPM_EXAMPLES", "400"))

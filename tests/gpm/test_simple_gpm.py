@@ -12,9 +12,9 @@ from rsep.plugin.algebra.sparql import BGP, IRI, Filter, FunctionCall, Literal, 
 from rsep.plugin.compile.gpm_plan import split_conjuncts
 from rsep.plugin.compile.query_plan import QueryPlan
 from rsep.plugin.compile.simple_gpm import refusal
+from rsep.plugin.store.event_reader import parse_events
 from rsep.plugin.store.gpm_stage import GpmEvaluator
 from rsep.plugin.store.kb import KnowledgeBase
-from rsep.plugin.store.rdfio import parse_events
 
 STREAM = "http://example.org/s"
 KB = "http://example.org/kb"
