@@ -84,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.add_argument("--policy", choices=[p.value for p in ConsumptionPolicy])
     run_cmd.add_argument("--entailment", choices=REGIMES,
                          help="match under RDFS entailment with the --kb schema (default: none)")  # fmt: skip
+    run_cmd.add_argument("--match-limit", type=_positive, metavar="N",
+                         help="matches one timestamp of one partition key may report where runs are "
+                              "enumerated from the shared buffer (default 10000; a warning says when "
+                              "it cuts)")  # fmt: skip
     run_cmd.add_argument("--format", choices=["jsonl", "srj", "trig"], default="jsonl",
                          help="trig: a window or EP-SPARQL CONSTRUCT's output as events")  # fmt: skip
     run_cmd.add_argument("--base", type=_base, metavar="IRI",
@@ -138,6 +142,7 @@ def _run(args: argparse.Namespace) -> int:
         rules=args.rule,
         entailment=args.entailment,
         base=args.base,
+        match_limit=args.match_limit,
     )
 
     def warn() -> None:

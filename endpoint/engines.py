@@ -24,7 +24,7 @@ It appends the engine's `stop` to `app.extensions["rsep.shutdown"]`, which
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -176,7 +176,14 @@ def compile_registered(query: RegisteredQuery) -> Plan:
         policy=options.get("policy"),
         entailment=options.get("entailment"),
         base=options.get("base"),
+        match_limit=match_limit(options),
     )
+
+
+def match_limit(options: Mapping[str, str]) -> int | None:
+    """A registration's `match-limit` (validated when it was registered)."""
+    limit = options.get("match-limit")
+    return None if limit is None else int(limit)
 
 
 def is_window_registration(query: RegisteredQuery) -> bool:

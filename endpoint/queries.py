@@ -16,7 +16,7 @@ from typing import Any
 from flask import Blueprint, Flask, Response, jsonify, request, url_for
 
 from rsep.compiler import compile_text
-from rsep.endpoint.engines import Streaming, streaming
+from rsep.endpoint.engines import Streaming, match_limit, streaming
 from rsep.endpoint.http_errors import BadRequest, NotFound, UnsupportedMediaType
 from rsep.endpoint.parameters import FORM, parameters, single
 from rsep.grammar import DIALECTS
@@ -38,7 +38,7 @@ from rsep.plugin import (
 bp = Blueprint("queries", __name__)
 
 QUERY_BODY = "application/sparql-query"
-OPTIONS = ("policy", "dialect", "from", "entailment", "base")
+OPTIONS = ("policy", "dialect", "from", "entailment", "base", "match-limit")
 """The registration options, URL parameters or fields of a form body."""
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -62,6 +62,7 @@ def register_text(text: str, options: dict[str, str]) -> tuple[Response, int, di
             policy=options.get("policy"),
             entailment=options.get("entailment"),
             base=options.get("base"),
+            match_limit=match_limit(options),
         )
     except CompileError as error:
         where = error.position
@@ -235,6 +236,11 @@ def request_options() -> dict[str, str]:
         if not is_absolute_iri(base):
             raise BadRequest(f"expected an absolute IRI, got {base!r}", parameter="base")
         options["base"] = base
+    limit = single(params, "match-limit")
+    if limit is not None:
+        if not (limit.isascii() and limit.isdigit() and int(limit) > 0):
+            raise BadRequest(f"expected a positive number of matches, got {limit!r}", parameter="match-limit")
+        options["match-limit"] = str(int(limit))
     return options
 
 

@@ -103,6 +103,8 @@ class RunRequest:
     base: str | None = None
     """The base IRI of the query's and the rules' relative IRIs (`--base`); None: each file's own
     address (SPARQL resolves a relative IRI against the document's address, RFC 3986 §5.1.3)."""
+    match_limit: int | None = None
+    """`--match-limit`: matches one timestamp of one key may report (`Automaton.match_limit`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,9 +195,9 @@ def _utf8(data: bytes, path: Path) -> str:
         raise DataError(str(path), f"the query is not UTF-8 text (byte 0x{byte:02x})", line, column) from None
 
 
-def compile_file(query: EventQuery, path: Path) -> QueryPlan:
+def compile_file(query: EventQuery, path: Path, match_limit: int | None = None) -> QueryPlan:
     """The plan of an event pattern, checked by Oxigraph, its errors located in the query file."""
-    found = compiler.plan(query, source=str(path))
+    found = compiler.limited(compiler.plan(query, source=str(path)), match_limit)
     assert isinstance(found, QueryPlan)
     return found
 
@@ -357,7 +359,7 @@ def start(request: RunRequest) -> RunResult | WindowRun | StreamedRun:
         request.warnings.append("REGISTER STREAM rules (C-SPARQL) run in-process")
     if is_window_query(query):
         return run_windows(request, query, stream_rules, event_rules)
-    plan = compile_file(query, request.query_file)
+    plan = compile_file(query, request.query_file, request.match_limit)
     request.warnings.extend(plan.warnings)
     kb = load_kb(request.kb)
     if not (
@@ -388,7 +390,7 @@ def run_closure(
     output, when it is a CONSTRUCT query itself): in-process, per timestamp."""
     if request.engine != "inprocess":
         request.warnings.append("CONSTRUCT rules are replayed in-process: --engine spark is not used")
-    rules = [compile_file(rule.query, rule.path) for rule in event_rules]
+    rules = [compile_file(rule.query, rule.path, request.match_limit) for rule in event_rules]
     for source, rule in zip(event_rules, rules, strict=True):
         if not isinstance(rule.query.form, ConstructForm):
             raise UsageError(f"{source.path}: a --rule must be a CONSTRUCT query")
@@ -410,6 +412,8 @@ def run_windows(
     """C-SPARQL and CQELS: windows queried with SPARQL, by the window runtime over Oxigraph."""
     if request.policy not in (None, ConsumptionPolicy.UNRESTRICTED):
         raise UsageError("--policy applies to event patterns, not to window queries (C-SPARQL, CQELS)")
+    if request.match_limit is not None:
+        raise UsageError("--match-limit applies to event patterns, not to window queries (C-SPARQL, CQELS)")
     if event_rules:
         raise UsageError(
             f"{event_rules[0].path}: an EP-SPARQL rule's events (<{DERIVED_STREAM}>) feed event patterns, "

@@ -6,7 +6,8 @@ rules, `POST /queries` and the engines that resume registered queries, the bench
 1. **parse**: the text, in its dialect or whichever dialect claims it (`rsep.grammar`), to one
    `EventQuery` of the algebra, relative IRIs resolved against `base`;
 2. **options**: the consumption policy and entailment regime the caller gives replace the
-   query's own (they are options, not syntax);
+   query's own (they are options, not syntax), and a match limit caps what one timestamp of one
+   partition key may report where the shared buffer enumerates runs (`Automaton.match_limit`);
 3. **plan**: an event pattern to its automaton (`QueryPlan`), a window query (C-SPARQL, CQELS)
    to its `WindowPlan`; a policy applies to event patterns only;
 4. **check**: Oxigraph parses every SPARQL query the plan will run, so a query is refused when it
@@ -48,11 +49,13 @@ def compile_text(
     policy: ConsumptionPolicy | str | None = None,
     entailment: str | None = None,
     base: str | None = None,
+    match_limit: int | None = None,
     source: str = "query",
 ) -> Plan:
     """Parse, set the options, plan and check a continuous query (see the module docstring)."""
     query = parse(text, dialect=dialect, base=base, source=source)
-    return plan(with_options(query, policy=policy, entailment=entailment), source=source)
+    found = plan(with_options(query, policy=policy, entailment=entailment), source=source)
+    return limited(found, match_limit)
 
 
 def parse(
@@ -75,6 +78,17 @@ def with_options(
     elif chosen is not None and chosen is not query.consumption:
         query = replace(query, consumption=chosen)
     return query
+
+
+def limited(found: Plan, match_limit: int | None) -> Plan:
+    """The plan with the caller's match limit (event patterns; None keeps the default)."""
+    if match_limit is None:
+        return found
+    if match_limit < 1:
+        raise CompileError(f"the match limit must be a positive number of matches, got {match_limit}")
+    if not isinstance(found, QueryPlan):
+        raise CompileError("a match limit applies to event patterns, not to window queries (C-SPARQL, CQELS)")
+    return replace(found, automaton=replace(found.automaton, match_limit=match_limit))
 
 
 def plan(query: EventQuery, *, source: str = "query") -> Plan:

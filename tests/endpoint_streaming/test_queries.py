@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 
 from rsep.endpoint.app import create_app
+from rsep.endpoint.engines import compile_registered
 from tests.support.smart_grid import SMART_GRID, load_kb, smart_grid_events
 from tests.support.streaming_endpoint import caught_up, config, nquads_of, service, shut_down, wait_for
 
@@ -54,6 +55,17 @@ def test_post_with_a_policy_registers_it(app):
     assert response.status_code == 201
     (registered,) = service(app).registry.all()
     assert registered.options["policy"] == "chronological"
+
+
+def test_a_match_limit_is_kept_with_the_registration_and_compiled_into_its_automaton(app):
+    response = register(app.test_client(), query_string="match-limit=25")
+    assert response.status_code == 201, response.get_data(as_text=True)
+    (registered,) = service(app).registry.all()
+    assert registered.options["match-limit"] == "25"
+    assert compile_registered(registered).automaton.match_limit == 25
+    for bad in ("0", "-3", "ten", "1e3"):
+        refused = register(app.test_client(), query_string=f"match-limit={bad}")
+        assert refused.status_code == 400 and refused.get_data(as_text=True).startswith("match-limit: ")
 
 
 def test_post_unknown_parameter_values_name_the_parameter(app):
