@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from rsep.endpoint import settings
 from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, start, write
+from rsep.grammar import DIALECTS
 from rsep.plugin import REGIMES, ConsumptionPolicy, InvalidInput, RsepError, is_absolute_iri
 
 if TYPE_CHECKING:
@@ -84,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.add_argument("--policy", choices=[p.value for p in ConsumptionPolicy])
     run_cmd.add_argument("--entailment", choices=REGIMES,
                          help="match under RDFS entailment with the --kb schema (default: none)")  # fmt: skip
+    run_cmd.add_argument("--dialect", choices=list(DIALECTS),
+                         help="the query's dialect (default: whichever dialect's grammar claims it, which "
+                              "reads the query with each of them)")  # fmt: skip
     run_cmd.add_argument("--match-limit", type=_positive, metavar="N",
                          help="matches one timestamp of one partition key may report where runs are "
                               "enumerated from the shared buffer (default 10000; a warning says when "
@@ -143,6 +147,7 @@ def _run(args: argparse.Namespace) -> int:
         entailment=args.entailment,
         base=args.base,
         match_limit=args.match_limit,
+        dialect=args.dialect,
     )
 
     def warn() -> None:

@@ -105,6 +105,8 @@ class RunRequest:
     address (SPARQL resolves a relative IRI against the document's address, RFC 3986 §5.1.3)."""
     match_limit: int | None = None
     """`--match-limit`: matches one timestamp of one key may report (`Automaton.match_limit`)."""
+    dialect: str | None = None
+    """`--dialect`: the query file's dialect (None: whichever claims it; rules are detected)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +174,7 @@ def _recorded(events: Iterable[NumberedEvent], seen: list[NumberedEvent]) -> Ite
         yield event
 
 
-def load_query(path: Path, request: RunRequest) -> EventQuery:
+def load_query(path: Path, request: RunRequest, dialect: str | None = None) -> EventQuery:
     """The query in `path` with the request's options; its relative IRIs resolve against
     `--base`, else the file's address. (A window query takes no --policy: `run_windows` says so.)"""
     try:
@@ -180,7 +182,7 @@ def load_query(path: Path, request: RunRequest) -> EventQuery:
     except OSError as error:
         raise DataError(str(path), f"cannot read the query: {error.strerror}") from None
     base_iri = request.base or path.resolve().as_uri()
-    query = compiler.parse(_utf8(data, path), base=base_iri, source=str(path))
+    query = compiler.parse(_utf8(data, path), dialect=dialect, base=base_iri, source=str(path))
     policy = None if is_window_query(query) else request.policy
     return compiler.with_options(query, policy=policy, entailment=request.entailment)
 
@@ -353,7 +355,7 @@ def run(request: RunRequest) -> RunResult | WindowRun:
 def start(request: RunRequest) -> RunResult | WindowRun | StreamedRun:
     """Read the query, check the inputs, and run it: in-process event patterns as their files are
     read (`StreamedRun`), everything else whole (`RunResult`, `WindowRun`)."""
-    query = load_query(request.query_file, request)
+    query = load_query(request.query_file, request, request.dialect)
     stream_rules, event_rules = load_rules(request)
     if stream_rules and request.engine != "inprocess":
         request.warnings.append("REGISTER STREAM rules (C-SPARQL) run in-process")

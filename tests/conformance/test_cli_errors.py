@@ -235,3 +235,12 @@ def test_a_java_home_without_java_fails_fast_in_one_line(tmp_path):
     assert_failure(
         result, rf"rsep: JAVA_HOME is {re.escape(str(tmp_path / 'nonexistent'))}, which has no bin/java: .*"
     )
+
+
+def test_dialect_names_the_query_file_s_dialect_instead_of_detecting_it(capsys):
+    detected = run_main(capsys, FIG1 / "query.rq")
+    named = run_main(capsys, FIG1 / "query.rq", "--dialect", "spaseq")
+    assert detected.returncode == named.returncode == 0 and named.stdout == detected.stdout != ""
+    other = run_main(capsys, FIG1 / "query.rq", "--dialect", "ep-sparql")
+    assert other.returncode == 2 and other.stdout == ""
+    assert re.match(r".*query\.rq:\d+:\d+: ", other.stderr)  # EP-SPARQL's syntax error, located
