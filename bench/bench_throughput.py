@@ -193,11 +193,17 @@ def prepare(args: argparse.Namespace, folder: Path) -> Setup:
     return Setup(spark, flink, note, script)
 
 
+ONE_PROCESS = "rsep in-process, parse not ahead"
+"""`rsep run` with RSEP_READ_AHEAD=0: events parsed in the matching process (rsep.plugin.prefetch),
+to show what the second core brings."""
+
+
 def run_engines(files: vshape.Files, setup: Setup) -> list[EngineRun]:
     """Each engine once over the files, one after the other."""
     rsep = [*rsep_command(), "run", str(files.query), "--stream", f"{vshape.STREAM}={files.trig}"]
     plans: list[tuple[str, list[str] | None, str | None]] = [
         ("rsep in-process", [*rsep, "--engine", "inprocess"], None),
+        (ONE_PROCESS, [*rsep, "--engine", "inprocess"], None),
         (f"rsep Spark {SPARK_MASTER}", [*rsep, "--engine", "spark", "--master", SPARK_MASTER], setup.spark),
         (
             "PyFlink MATCH_RECOGNIZE",
@@ -217,9 +223,12 @@ def run_engines(files: vshape.Files, setup: Setup) -> list[EngineRun]:
         if skipped is None and command is not None:
             gc.collect()
             run.load = os.getloadavg()[0]
+            env = spark_env()
+            if engine == ONE_PROCESS:
+                env["RSEP_READ_AHEAD"] = "0"
             run.outcome = proctree.run(
                 command,
-                env=spark_env(),
+                env=env,
                 cwd=str(files.folder),
                 max_rss=ENGINE_MEMORY_CAP,
                 timeout=ENGINE_TIME_LIMIT,

@@ -45,6 +45,7 @@ from rsep.plugin import (
     number_events,
     number_stream,
     plan_windows,
+    read_ahead,
     replay_window_events,
     srj_document,
     srj_frame,
@@ -264,7 +265,8 @@ def select_streams(wanted: Sequence[str], streams: Streams) -> list[list[GraphEv
 
 
 def _read(stream: StreamFile, index: int) -> Iterator[GraphEvent]:
-    return stream_event_file(stream.path, stream.iri, scope=f"s{index}")
+    """A file's events, parsed in a second process while this one matches (rsep.plugin.prefetch)."""
+    return read_ahead(lambda: stream_event_file(stream.path, stream.iri, scope=f"s{index}"))
 
 
 def _one_kind_of_time(

@@ -36,6 +36,7 @@ _MODULES = {
     "rsep.plugin.log": ("EventLog", "LateEventError", "LogRecord", "MixedTimeError"),
     "rsep.plugin.nfa.runtime": ("Match",),
     "rsep.plugin.numbering": ("NumberedEvent", "number_events", "number_stream"),
+    "rsep.plugin.prefetch": ("read_ahead",),
     "rsep.plugin.replay": ("Replay",),
     "rsep.plugin.results": (
         "Projector",
@@ -186,6 +187,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.numbering import (
         number_stream as number_stream,
+    )
+    from rsep.plugin.prefetch import (
+        read_ahead as read_ahead,
     )
     from rsep.plugin.replay import (
         Replay as Replay,
