@@ -65,7 +65,9 @@ FLINK_REQUIREMENT = "apache-flink==2.3.0"
 FLINK_PARALLELISM = 1
 """One company is one partition of MATCH_RECOGNIZE: one task does the pattern work whatever the
 parallelism, and a second source reader would only hold the watermark back."""
-SPARK_MASTER = "local[2]"
+SPARK_MASTERS = ("local[2]",)
+"""Spark's masters, each an engine of part 1 (`--spark-masters local[1],local[2]` shows the
+scaling from one core to two)."""
 ENGINE_MEMORY_CAP = 12 * GB
 """A safety cap for part 1 (the machine is shared); a run above it fails the benchmark."""
 ENGINE_TIME_LIMIT = 3600.0
@@ -170,6 +172,7 @@ class Setup:
     flink_note: str
     """PyFlink's version, or why it is skipped."""
     flink_script: Path
+    masters: Sequence[str] = SPARK_MASTERS
 
 
 def prepare(args: argparse.Namespace, folder: Path) -> Setup:
@@ -190,10 +193,11 @@ def prepare(args: argparse.Namespace, folder: Path) -> Setup:
     script = folder / "flink_vshape.py"
     script.write_text(vshape.FLINK_SCRIPT)
     print(f"PyFlink: {note if flink is None else f'{note} in {args.flink_venv}'}")
-    return Setup(spark, flink, note, script)
+    masters = tuple(args.spark_masters.split(",")) if args.spark_masters else SPARK_MASTERS
+    return Setup(spark, flink, note, script, masters)
 
 
-ONE_PROCESS = "rsep in-process, parse not ahead"
+ONE_PROCESS = "rsep in-process, 1 process"
 """`rsep run` with RSEP_READ_AHEAD=0: events parsed in the matching process (rsep.plugin.prefetch),
 to show what the second core brings."""
 
@@ -201,10 +205,14 @@ to show what the second core brings."""
 def run_engines(files: vshape.Files, setup: Setup) -> list[EngineRun]:
     """Each engine once over the files, one after the other."""
     rsep = [*rsep_command(), "run", str(files.query), "--stream", f"{vshape.STREAM}={files.trig}"]
+    spark: list[tuple[str, list[str] | None, str | None]] = [
+        (f"rsep Spark {master}", [*rsep, "--engine", "spark", "--master", master], setup.spark)
+        for master in setup.masters
+    ]
     plans: list[tuple[str, list[str] | None, str | None]] = [
         ("rsep in-process", [*rsep, "--engine", "inprocess"], None),
         (ONE_PROCESS, [*rsep, "--engine", "inprocess"], None),
-        (f"rsep Spark {SPARK_MASTER}", [*rsep, "--engine", "spark", "--master", SPARK_MASTER], setup.spark),
+        *spark,
         (
             "PyFlink MATCH_RECOGNIZE",
             [
@@ -623,6 +631,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, best of 1: to check the script")
     parser.add_argument("--no-spark", action="store_true", help="skip rsep on Spark")
     parser.add_argument("--no-flink", action="store_true", help="skip PyFlink")
+    parser.add_argument("--spark-masters", help="Spark masters, comma-separated (default local[2])")
     parser.add_argument("--no-engines", action="store_true", help="skip part 1 (engines end to end)")
     parser.add_argument("--no-any", action="store_true", help="skip part 2 (skip-till-any memory)")
     parser.add_argument("--no-split", action="store_true", help="skip part 3 (stage split)")
