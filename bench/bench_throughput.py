@@ -640,6 +640,8 @@ def main() -> None:
     parser.add_argument(
         "--any-cpu-limit", type=float, default=120.0, help="part 2 limit in CPU seconds (default 120)"
     )
+    parser.add_argument("--companies", type=int, default=1,
+                        help="part 1: companies, each its own walk and key (default 1)")  # fmt: skip
     parser.add_argument("--tick", type=int, default=vshape.TICK_SECONDS, help="seconds between events (60)")
     parser.add_argument("--split-size", type=int, help="events of part 3 (default 300000)")
     parser.add_argument("--repeat", type=int, help="part 3: best of N (default 3, 1 with --quick)")
@@ -668,7 +670,9 @@ def main() -> None:
         for size in sizes:
             if setup is None:
                 break
-            files = written[size] = vshape.write(folder / f"n{size}", size, tick=args.tick)
+            files = written[size] = vshape.write(
+                folder / f"n{size}", size, tick=args.tick, companies=args.companies
+            )
             print(
                 f"\n{size:,} events written to {files.folder} "
                 f"({files.trig.stat().st_size / MB:.0f} MB TriG); "
@@ -687,7 +691,7 @@ def main() -> None:
             cap = int(args.any_cap_gb * GB)
             print_any(sweep_any(any_sizes, cap, args.any_cpu_limit), any_sizes, cap, args.any_cpu_limit)
         if not args.no_split:
-            files = written.get(split_size) or vshape.write(
+            files = (written.get(split_size) if args.companies == 1 else None) or vshape.write(
                 folder / f"n{split_size}", split_size, tick=args.tick
             )
             print(f"\nstage split over {split_size:,} events (best of {repeat})...", flush=True)

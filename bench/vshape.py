@@ -88,24 +88,30 @@ def _walk(events: int, seed: int) -> list[tuple[float, int]]:
     return ticks
 
 
-def write(folder: Path, events: int, seed: int = SEED, tick: int = TICK_SECONDS) -> Files:
-    """The stream of `events` ticks as TriG and CSV, and the strict query, in `folder`."""
+def write(folder: Path, events: int, seed: int = SEED, tick: int = TICK_SECONDS, companies: int = 1) -> Files:
+    """The stream of `events` ticks as TriG and CSV, and the strict query, in `folder`. With
+    several `companies`, each has its own walk (seed + its number) and all tick together: tick t
+    is stamped t * `tick` for every company, so the query's partition key (?company) splits the
+    stream into walks whose events are strictly contiguous (one rank per tick, docs/semantics.md,
+    "Ranks"), as Flink's PARTITION BY company sees them."""
     folder.mkdir(parents=True, exist_ok=True)
-    ticks = _walk(events, seed)
+    ticks = events // companies
+    walks = [_walk(ticks, seed + company) for company in range(companies)]
     trig, csv, rq = folder / "ticks.trig", folder / "ticks.csv", folder / "vshape.rq"
-    with trig.open("w") as out:
+    with trig.open("w") as out, csv.open("w") as table:
         out.write(PREFIXES)
-        for i, (price, volume) in enumerate(ticks):
-            out.write(
-                f'e:{i} {{ c:C0 s:price "{price:.2f}"^^xsd:double ; s:volume {volume} . }}\n'
-                f"e:{i} prov:generatedAtTime {i * tick} .\n"
-            )
-    with csv.open("w") as out:
-        for i, (price, volume) in enumerate(ticks):
-            out.write(f"{i * tick},C0,{price:.2f},{volume}\n")
+        for t in range(ticks):
+            for company, walk in enumerate(walks):
+                price, volume = walk[t]
+                i = t * companies + company
+                out.write(
+                    f'e:{i} {{ c:C{company} s:price "{price:.2f}"^^xsd:double ; s:volume {volume} . }}\n'
+                    f"e:{i} prov:generatedAtTime {t * tick} .\n"
+                )
+                table.write(f"{t * tick},C{company},{price:.2f},{volume}\n")
     rq.write_text(query())
-    matches = expected_matches([p for p, _ in ticks], WITHIN_SECONDS // tick)
-    return Files(folder, events, trig, csv, rq, matches, tick)
+    matches = sum(expected_matches([p for p, _ in walk], WITHIN_SECONDS // tick) for walk in walks)
+    return Files(folder, ticks * companies, trig, csv, rq, matches, tick)
 
 
 def expected_matches(prices: list[float], within: int) -> int:
