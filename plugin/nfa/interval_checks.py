@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from rsep.plugin.algebra.analysis import map_expr
+from rsep.plugin.algebra.analysis import expr_vars, map_expr
 from rsep.plugin.algebra.events import DURATION_FUNCTION, END_TIME_FUNCTION, START_TIME_FUNCTION
 from rsep.plugin.algebra.sparql import IRI, Expr, FunctionCall, Var
 from rsep.plugin.algebra.terms import literal_nt
@@ -99,11 +99,26 @@ def scoped(
     return bound
 
 
-def _with_interval(bound: dict[str, str], span: Span) -> dict[str, str]:
+_INTERVAL_TERMS: dict[str, Callable[[float, float], str]] = {
+    "__rsep_start": lambda start, end: datetime_term(start),
+    "__rsep_end": lambda start, end: datetime_term(end),
+    "__rsep_duration": lambda start, end: duration_term(end - start),
+}
+
+
+def _interval_terms(expr: Expr) -> tuple[tuple[str, Callable[[float, float], str]], ...]:
+    """The interval terms an expression (its time calls mapped to variables) reads: only those
+    are computed per run (a term costs a datetime's formatting)."""
+    read = expr_vars(expr)
+    return tuple((var, term) for var, term in _INTERVAL_TERMS.items() if var in read)
+
+
+def _with_interval(
+    bound: dict[str, str], span: Span, terms: tuple[tuple[str, Callable[[float, float], str]], ...]
+) -> dict[str, str]:
     start, end = span
-    bound["__rsep_start"] = datetime_term(start)
-    bound["__rsep_end"] = datetime_term(end)
-    bound["__rsep_duration"] = duration_term(end - start)
+    for var, term in terms:
+        bound[var] = term(start, end)
     return bound
 
 
@@ -112,10 +127,12 @@ def timed_predicate(
 ) -> TimedPredicate:
     """`expr` as a test of a mapping (only its `scope` variables, when given) and the
     interval getDURATION(), getSTARTTIME() and getENDTIME() read (EP-SPARQL's σ)."""
-    predicate = compile_filter(map_expr(expr, _time_call))
+    mapped = map_expr(expr, _time_call)
+    predicate = compile_filter(mapped)
+    terms = _interval_terms(mapped)
 
     def test(mapping: Mapping[str, str], span: Span) -> bool:
-        return predicate(_with_interval(scoped(mapping, scope, unbound), span))
+        return predicate(_with_interval(scoped(mapping, scope, unbound), span, terms))
 
     return test
 
@@ -127,12 +144,14 @@ def _filter_step(check: IntervalFilter) -> Extension:
 
 def _bind_step(check: IntervalBind) -> Extension:
     """SPARQL's Extend joined with what the run bound besides (see IntervalBind)."""
-    value = compile_expr(map_expr(check.expr, _time_call))
+    mapped = map_expr(check.expr, _time_call)
+    value = compile_expr(mapped)
+    terms = _interval_terms(mapped)
 
     def extend(spans: Spans, mapping: dict[str, str]) -> list[dict[str, str]]:
         try:
             term = value(
-                _with_interval(scoped(mapping, check.scope, check.unbound), hull(spans, check.steps))
+                _with_interval(scoped(mapping, check.scope, check.unbound), hull(spans, check.steps), terms)
             )
         except ExprError:
             return [{**mapping, check.marker: ""}]

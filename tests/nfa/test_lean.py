@@ -6,38 +6,26 @@ Generators: tests/nfa/random_automata.py."""
 
 from __future__ import annotations
 
-import itertools
-import pickle
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rsep.plugin.algebra.events import ConsumptionPolicy
 from rsep.plugin.algebra.sparql import BinaryOp, Literal, Var
-from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.nfa import snapshot
 from rsep.plugin.nfa.automaton import GpmVariables, ResidualFilter
-from rsep.plugin.nfa.keyed import KeyedNfa, KeyedState, copy_nfa, in_detection_order, runtime_for
+from rsep.plugin.nfa.keyed import KeyedNfa, copy_nfa, runtime_for
 from rsep.plugin.nfa.lean import LeanRuntime
 from rsep.plugin.nfa.lean_plan import lean_eligible
 from rsep.plugin.nfa.lean_state import LeanState
 from rsep.plugin.nfa.runtime import Runtime
-from rsep.plugin.numbering import NumberedEvent
+from tests.nfa.keyed_steps import chunks, step_all
 from tests.nfa.patterns import Event, compile_pattern, groups_of
-from tests.nfa.random_automata import Case, cases, groups, runs_of, streams
+from tests.nfa.random_automata import cases, groups, runs_of, streams
 
 SETTINGS = settings(
     max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
 )
-
-
-def chunks(draw: st.DrawFn, items: list[object]) -> list[list[object]]:
-    if not items:
-        return []
-    cuts = sorted(draw(st.sets(st.integers(1, max(1, len(items) - 1)), max_size=3)))
-    bounds = [0, *cuts, len(items)]
-    return [items[a:b] for a, b in itertools.pairwise(bounds) if a < b]
 
 
 @SETTINGS
@@ -62,47 +50,6 @@ def test_the_lean_runtime_finds_the_general_runtimes_matches_and_keeps_its_runs(
     assert not lean.degraded
     saved = snapshot.decode(snapshot.encode({"k": theirs}))["k"]
     assert runs_of(saved) == runs_of(mine) and saved.last_rank == mine.last_rank
-
-
-def numbered(
-    events: list[Event], index: dict[str, int]
-) -> tuple[dict[int, NumberedEvent], list[dict[int, list]]]:
-    """`events` as the per-key step gets them: numbered events, and per event its GPM rows."""
-    ranks = {t: r for r, t in enumerate(sorted({t for t, _ in events}))}
-    found: dict[int, NumberedEvent] = {}
-    rows: list[dict[int, list]] = []
-    for event_id, (time, matched) in enumerate(events):
-        stamp = Timestamp(time, str(time), True)
-        found[event_id] = NumberedEvent(
-            event_id, ranks[time], GraphEvent("urn:s", f"<urn:e{event_id}>", stamp, "")
-        )
-        rows.append({index[name]: [(event_id, m) for m in mappings] for name, mappings in matched.items()})
-    return found, rows
-
-
-def step_all(keyed: KeyedNfa, events: list[Event], case: Case, cuts: list[int], save: int | None) -> list:
-    """Steps over batches of events (each batch's last rank left open, then closed), the state
-    checkpointed and resumed after batch `save`."""
-    numbered_events, rows = numbered(events, case.index)
-    state = KeyedState()
-    found = []
-    bounds = [0, *cuts, len(events)]
-    for number, (a, b) in enumerate(itertools.pairwise(bounds)):
-        if a >= b:
-            continue
-        batch: dict[int, list] = {}
-        for per_event in rows[a:b]:
-            for gpm, items in per_event.items():
-                batch.setdefault(gpm, []).extend(items)
-        last = numbered_events[b - 1]
-        closed = last.rank if b == len(events) else last.rank - 1
-        found += keyed.step(state, batch, numbered_events, closed, last.event.time.seconds)
-        if number == save:
-            data = pickle.loads(pickle.dumps(snapshot.encode(state.states, keyed.automaton)))
-            # the reference (the general runtime) decodes as the general runtime's checkpoint
-            checked = keyed.automaton if isinstance(keyed.runtime, LeanRuntime) else None
-            state = KeyedState(snapshot.decode(data, checked), state.pending, state.closed_rank)
-    return in_detection_order(found)
 
 
 @SETTINGS

@@ -59,7 +59,16 @@ def _run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     query, events = tmp_path / "q.rq", tmp_path / "e.trig"
     query.write_text(QUERY)
     events.write_text(_events(6))
-    command = [str(RSEP), "run", str(query), "--stream", f"{STREAM}={events}", "--engine", "inprocess", *extra]
+    command = [
+        str(RSEP),
+        "run",
+        str(query),
+        "--stream",
+        f"{STREAM}={events}",
+        "--engine",
+        "inprocess",
+        *extra,
+    ]
     return subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
 
 

@@ -22,9 +22,9 @@ from rsep.plugin.nfa.lean_plan import buffered_eligible
 from rsep.plugin.nfa.runs import NfaState, Run
 from rsep.plugin.nfa.runtime import Runtime
 from rsep.plugin.nfa.shared_buffer import BufferRuntime
+from tests.nfa.keyed_steps import chunks, numbered, step_all
 from tests.nfa.patterns import Event, compile_pattern, groups_of
 from tests.nfa.random_automata import cases, groups, streams
-from tests.nfa.test_lean import chunks, step_all
 
 SETTINGS = settings(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
@@ -206,8 +206,6 @@ def test_rows_the_plan_does_not_cover_replay_the_buffer_on_the_general_runtime()
 
 
 def _rows(events: list[Event], index: dict[str, int]):
-    from tests.nfa.test_lean import numbered
-
     found, per_event = numbered(events, index)
     rows: dict[int, list] = {}
     for item in per_event:

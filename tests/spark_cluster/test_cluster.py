@@ -157,7 +157,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         while True:
             try:
                 alive = [w for w in found.status()["workers"] if w["state"] == "ALIVE"]
-            except OSError:
+            except (OSError, ValueError):  # not up, or its UI not yet serving /json (an HTML page)
                 alive = []
             if len(alive) == 2:
                 break
