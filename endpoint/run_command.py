@@ -18,6 +18,7 @@ from rsep import compiler
 from rsep.plugin import (
     DERIVED_STREAM,
     Closure,
+    ClosureLimits,
     ConstructForm,
     ConsumptionPolicy,
     CycleError,
@@ -103,6 +104,8 @@ class RunRequest:
     base: str | None = None
     """The base IRI of the query's and the rules' relative IRIs (`--base`); None: each file's own
     address (SPARQL resolves a relative IRI against the document's address, RFC 3986 §5.1.3)."""
+    closure: ClosureLimits = field(default_factory=ClosureLimits)
+    """When the Q-closure of a timestamp is taken to diverge (`--closure-rounds`, `--closure-events`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,7 +397,8 @@ def run_closure(
             raise UsageError(f"{source.path}: a --rule must be a CONSTRUCT query")
     plans = [*rules, plan]
     scopes = [*(f"rule{index}" for index in range(len(rules))), ""]  # the query's own: ""
-    closure = Closure(plans, [GpmEvaluator(p.gpms, kb) for p in plans], scopes=scopes)
+    names = [*(str(rule.path) for rule in event_rules), str(request.query_file)]
+    closure = Closure(plans, [GpmEvaluator(p.gpms, kb) for p in plans], request.closure, scopes, names)
     matches, by_id = closure.run(events)
     ordered = [by_id[i] for i in range(max(by_id, default=-1) + 1)]
     solutions = Projector.for_plan(plan).solutions(matches[-1], ordered)
