@@ -71,6 +71,12 @@ def _time_call(expr: Expr) -> Expr | None:
     return None
 
 
+def timed(expr: Expr) -> Expr:
+    """`expr` with getDURATION(), getSTARTTIME() and getENDTIME() reading the variables
+    `with_interval` sets: the one way a FILTER, a BIND or a SELECT expression reads an interval."""
+    return map_expr(expr, _time_call)
+
+
 def datetime_term(seconds: float) -> str:
     moment = datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
     return literal_nt(moment, _XSD + "dateTime")
@@ -99,7 +105,8 @@ def scoped(
     return bound
 
 
-def _with_interval(bound: dict[str, str], span: Span) -> dict[str, str]:
+def with_interval(bound: dict[str, str], span: Span) -> dict[str, str]:
+    """`bound` (changed) with the interval `timed` expressions read."""
     start, end = span
     bound["__rsep_start"] = datetime_term(start)
     bound["__rsep_end"] = datetime_term(end)
@@ -112,10 +119,10 @@ def timed_predicate(
 ) -> TimedPredicate:
     """`expr` as a test of a mapping (only its `scope` variables, when given) and the
     interval getDURATION(), getSTARTTIME() and getENDTIME() read (EP-SPARQL's σ)."""
-    predicate = compile_filter(map_expr(expr, _time_call))
+    predicate = compile_filter(timed(expr))
 
     def test(mapping: Mapping[str, str], span: Span) -> bool:
-        return predicate(_with_interval(scoped(mapping, scope, unbound), span))
+        return predicate(with_interval(scoped(mapping, scope, unbound), span))
 
     return test
 
@@ -127,13 +134,11 @@ def _filter_step(check: IntervalFilter) -> Extension:
 
 def _bind_step(check: IntervalBind) -> Extension:
     """SPARQL's Extend joined with what the run bound besides (see IntervalBind)."""
-    value = compile_expr(map_expr(check.expr, _time_call))
+    value = compile_expr(timed(check.expr))
 
     def extend(spans: Spans, mapping: dict[str, str]) -> list[dict[str, str]]:
         try:
-            term = value(
-                _with_interval(scoped(mapping, check.scope, check.unbound), hull(spans, check.steps))
-            )
+            term = value(with_interval(scoped(mapping, check.scope, check.unbound), hull(spans, check.steps)))
         except ExprError:
             return [{**mapping, check.marker: ""}]
         term = stored_nt(term)  # as the stream's terms are (a constant may be written `01`)

@@ -504,7 +504,7 @@ class SparkStreamingEngine:
         moved = False
         detected = self.clock()
         for match, refs in sorted(found, key=lambda item: item[0].key()):
-            row = projector.project(match.mapping)
+            row = projector.project(match)
             if row is None:
                 continue
             if slot.distinct:
