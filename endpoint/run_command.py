@@ -247,6 +247,11 @@ def stream_inputs(
             readers_text = "the query and its rules read" if rules else "the query reads"
             known = ", ".join(f"<{iri}>" for iri in wanted)
             raise UsageError(f"unknown stream <{stream.iri}>: {readers_text} {known}")
+    if every and not files:  # as a query missing its FROM STREAM's events is refused, below
+        raise UsageError(
+            "no events given: the query names no stream (EP-SPARQL reads every stream given), "
+            "add --stream IRI=FILE"
+        )
     missing = [iri for iri in wanted if iri not in {s.iri for s in files} and iri not in produced]
     if missing:
         raise UsageError(f"no events given for stream <{missing[0]}>: add --stream {missing[0]}=FILE")
@@ -422,6 +427,7 @@ def run_windows(
     if request.engine != "inprocess":
         request.warnings.append("window queries (C-SPARQL, CQELS) run in-process: --engine spark is not used")
     plan = plan_window_file(query, request.query_file)
+    request.warnings.extend(plan.warnings)
     kb = load_kb(request.kb)
     streams = read_inputs(request.streams, [query, *(r.query for r in stream_rules)], stream_rules)
     derive_streams(stream_rules, kb, streams)
