@@ -1,6 +1,7 @@
 """The `rsep` command line.
 
 `rsep run QUERY_FILE --stream IRI=FILE ... [--kb FILE] [--rule FILE] [--policy P] [--base IRI]
+[--closure-rounds N] [--closure-events N]
 [--format jsonl|srj|trig] [--master URL]`
 replays a query over finite event files and prints every match. Failures
 print nothing on stdout and exit 2 with one line on stderr that says where:
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from rsep.endpoint import settings
 from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, start, write
 from rsep.grammar import DIALECTS
-from rsep.plugin import REGIMES, ConsumptionPolicy, InvalidInput, RsepError, is_absolute_iri
+from rsep.plugin import REGIMES, ClosureLimits, ConsumptionPolicy, InvalidInput, RsepError, is_absolute_iri
 
 if TYPE_CHECKING:
     from flask import Flask
@@ -83,6 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.add_argument("--rule", type=Path, action="append", default=[], metavar="FILE",
                          help="an EP-SPARQL CONSTRUCT rule or a C-SPARQL REGISTER STREAM")  # fmt: skip
     run_cmd.add_argument("--policy", choices=[p.value for p in ConsumptionPolicy])
+    run_cmd.add_argument("--closure-rounds", type=_positive, default=ClosureLimits().rounds, metavar="N",
+                         help="rounds of CONSTRUCT rules at one timestamp before the closure is "
+                         "taken to diverge (default %(default)s)")  # fmt: skip
+    run_cmd.add_argument("--closure-events", type=_positive, default=ClosureLimits().events_per_input,
+                         metavar="N", help="events CONSTRUCT rules may derive at one timestamp per "
+                         "input event there (default %(default)s)")  # fmt: skip
     run_cmd.add_argument("--entailment", choices=REGIMES,
                          help="match under RDFS entailment with the --kb schema (default: none)")  # fmt: skip
     run_cmd.add_argument("--dialect", choices=list(DIALECTS),
@@ -148,6 +155,7 @@ def _run(args: argparse.Namespace) -> int:
         base=args.base,
         match_limit=args.match_limit,
         dialect=args.dialect,
+        closure=ClosureLimits(args.closure_rounds, args.closure_events),
     )
 
     def warn() -> None:

@@ -18,6 +18,7 @@ from rsep import compiler
 from rsep.plugin import (
     DERIVED_STREAM,
     Closure,
+    ClosureLimits,
     ConstructForm,
     ConsumptionPolicy,
     CycleError,
@@ -108,6 +109,8 @@ class RunRequest:
     """`--match-limit`: matches one timestamp of one key may report (`Automaton.match_limit`)."""
     dialect: str | None = None
     """`--dialect`: the query file's dialect (None: whichever claims it; rules are detected)."""
+    closure: ClosureLimits = field(default_factory=ClosureLimits)
+    """When the Q-closure of a timestamp is taken to diverge (`--closure-rounds`, `--closure-events`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +252,11 @@ def stream_inputs(
             readers_text = "the query and its rules read" if rules else "the query reads"
             known = ", ".join(f"<{iri}>" for iri in wanted)
             raise UsageError(f"unknown stream <{stream.iri}>: {readers_text} {known}")
+    if every and not files:  # as a query missing its FROM STREAM's events is refused, below
+        raise UsageError(
+            "no events given: the query names no stream (EP-SPARQL reads every stream given), "
+            "add --stream IRI=FILE"
+        )
     missing = [iri for iri in wanted if iri not in {s.iri for s in files} and iri not in produced]
     if missing:
         raise UsageError(f"no events given for stream <{missing[0]}>: add --stream {missing[0]}=FILE")
@@ -400,7 +408,8 @@ def run_closure(
             raise UsageError(f"{source.path}: a --rule must be a CONSTRUCT query")
     plans = [*rules, plan]
     scopes = [*(f"rule{index}" for index in range(len(rules))), ""]  # the query's own: ""
-    closure = Closure(plans, [GpmEvaluator(p.gpms, kb) for p in plans], scopes=scopes)
+    names = [*(str(rule.path) for rule in event_rules), str(request.query_file)]
+    closure = Closure(plans, [GpmEvaluator(p.gpms, kb) for p in plans], request.closure, scopes, names)
     matches, by_id = closure.run(events)
     ordered = [by_id[i] for i in range(max(by_id, default=-1) + 1)]
     solutions = Projector.for_plan(plan).solutions(matches[-1], ordered)
@@ -426,6 +435,7 @@ def run_windows(
     if request.engine != "inprocess":
         request.warnings.append("window queries (C-SPARQL, CQELS) run in-process: --engine spark is not used")
     plan = plan_window_file(query, request.query_file)
+    request.warnings.extend(plan.warnings)
     kb = load_kb(request.kb)
     streams = read_inputs(request.streams, [query, *(r.query for r in stream_rules)], stream_rules)
     derive_streams(stream_rules, kb, streams)

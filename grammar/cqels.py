@@ -65,9 +65,12 @@ from rsep.plugin.algebra.events import (
 from rsep.plugin.algebra.nested_paths import PathSelf
 from rsep.plugin.algebra.sparql import (
     IRI,
+    Bind,
     GroupPattern,
     InlineData,
+    MinusPattern,
     Node,
+    OptionalPattern,
     Path,
     PathAlternative,
     PathNested,
@@ -371,8 +374,28 @@ class CqelsTransformer(WindowQueryForms):
             if isinstance(element, WindowElement) and element.stream not in named:
                 clauses.append(builder.block(element))
         pattern = clauses[0] if len(clauses) == 1 else EventJoin(tuple(clauses), intersect=True)
-        rest = tuple(e for e in top if not isinstance(e, (WindowElement, _EventClause)))
-        return GroupPattern((MatchElement(pattern), *rest))
+        return GroupPattern(self._in_written_place(top, MatchElement(pattern)))
+
+    def _in_written_place(self, top: tuple[Node, ...], match: MatchElement) -> tuple[Node, ...]:
+        """P with the event clauses where they are written: SPARQL's translation of a group
+        (§18.2.2.6) joins its elements in order, and only OPTIONAL, MINUS and BIND do not commute
+        with a join, so the clauses stand in place of the first one, which is exact when no such
+        element stands between two of them; one that does is refused (the clauses are one
+        solution set, joined by interval intersection, eq. (2), before they meet P)."""
+        at = [i for i, e in enumerate(top) if isinstance(e, (WindowElement, _EventClause))]
+        between = [e for e in top[at[0] : at[-1]] if isinstance(e, (OptionalPattern, MinusPattern, Bind))]
+        if between:
+            later = next(top[i] for i in at if i > top.index(between[0]))
+            keyword = type(between[0]).__name__.removesuffix("Pattern").upper()
+            raise self.fail(
+                f"the event clauses stand on both sides of {keyword}: rsep joins them into one "
+                "solution set (CQELS-CEP eq. (2)) that meets P where they are written, so write "
+                "them together, before or after it",
+                later.meta if isinstance(later, _EventClause) else later,
+            )
+        rest = [e for e in top if not isinstance(e, (WindowElement, _EventClause))]
+        first = sum(1 for e in top[: at[0]] if not isinstance(e, (WindowElement, _EventClause)))
+        return (*rest[:first], match, *rest[first:])
 
     def _streams(self, named: list[_NamedWindow]) -> tuple[StreamDecl, ...]:
         """One StreamDecl per named window (alias = its name) and per stream read with the STREAM

@@ -125,7 +125,15 @@ class SpaseqTransformer(SparqlTransformer):
     """One method per rule spaseq.lark adds or overrides."""
 
     def within_clause(self, children: list[Token]) -> Duration:
+        """A positive window (Def. 16's ω; the other dialects refuse zero-width windows too): with
+        ω = 0 a match could span no time, so no sequence (`τ' < τ`) would ever match."""
         amount, unit = children
+        if float(amount) <= 0:
+            raise self.fail(
+                f"WITHIN {amount} {unit}: the window must be longer than 0 (a match spans its "
+                "first to its last event, and a sequence's events have distinct timestamps)",
+                amount,
+            )
         return Duration(float(amount), _UNITS[str(unit).upper().rstrip("S")])
 
     def partition_clause(self, children: list[Var]) -> _Partition:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 _MODULES = {
     "rsep.plugin.algebra.events": ("ConstructForm", "ConsumptionPolicy", "EventQuery"),
-    "rsep.plugin.closure": ("DERIVED_STREAM", "Closure"),
+    "rsep.plugin.closure": ("DERIVED_STREAM", "Closure", "ClosureLimits"),
     "rsep.plugin.compile.entailment": ("REGIMES",),
     "rsep.plugin.compile.nfa_compiler": ("CompileError",),
     "rsep.plugin.compile.query_plan": ("QueryPlan", "compile_query"),
@@ -124,6 +124,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.closure import (
         Closure as Closure,
+    )
+    from rsep.plugin.closure import (
+        ClosureLimits as ClosureLimits,
     )
     from rsep.plugin.compile.entailment import (
         REGIMES as REGIMES,

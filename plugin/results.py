@@ -29,8 +29,9 @@ from rsep.plugin.algebra.sparql import (
 )
 from rsep.plugin.algebra.terms import nt_to_term, term_to_nt
 from rsep.plugin.compile.query_plan import QueryPlan
-from rsep.plugin.expr import ExprError, compile_expr
+from rsep.plugin.expr import ExprError, compile_expr, stored_nt
 from rsep.plugin.graph_events import GraphEvent, Timestamp
+from rsep.plugin.nfa.interval_checks import Span, timed, with_interval
 from rsep.plugin.nfa.runtime import Match
 
 
@@ -49,18 +50,21 @@ Column = tuple[str, Callable[[Mapping[str, str]], str] | None]
 
 
 def _columns(projection: Sequence[Projection]) -> list[Column]:
-    return [(p.var.name, None if p.expr is None else compile_expr(p.expr)) for p in projection]
+    """getDURATION() and friends read the match's interval: it is known when a match is projected."""
+    return [(p.var.name, None if p.expr is None else compile_expr(timed(p.expr))) for p in projection]
 
 
-def _apply(columns: Sequence[Column], mapping: Mapping[str, str]) -> dict[str, str]:
+def _apply(columns: Sequence[Column], mapping: Mapping[str, str], span: Span | None = None) -> dict[str, str]:
     row: dict[str, str] = {}
+    # in the form a BIND stores them in (`PT1M30S`, no trailing zeros), so both bind the same terms
+    times = {} if span is None else {k: stored_nt(v) for k, v in with_interval({}, span).items()}
     for name, compute in columns:
         if compute is None:
             if name in mapping:
                 row[name] = mapping[name]
             continue
         with contextlib.suppress(ExprError):  # an error leaves it unbound (SPARQL 1.1 §18.2.4.1)
-            row[name] = compute({**mapping, **row})
+            row[name] = compute({**mapping, **row, **times})
     return row
 
 
@@ -132,12 +136,15 @@ class Projector:
         query = plan.query
         return cls(plan.output_vars, query.form, query.solution_projection, query.modifiers, scope)
 
-    def solution(self, mapping: Mapping[str, str]) -> Mapping[str, str]:
-        """A match's mapping as the query form sees it (through the sub-SELECT, if any)."""
-        return mapping if self._inner is None else _apply(self._inner, mapping)
+    def solution(self, mapping: Mapping[str, str], span: Span | None = None) -> Mapping[str, str]:
+        """A match's mapping as the query form sees it (through the sub-SELECT, if any); `span` is
+        the match's interval, which the time functions read."""
+        return mapping if self._inner is None else _apply(self._inner, mapping, span)
 
-    def project(self, mapping: Mapping[str, str]) -> dict[str, str] | None:
-        row = _apply(self._columns, self.solution(mapping))
+    def project(self, match: Match) -> dict[str, str] | None:
+        """A match's row (None: DISTINCT has reported it)."""
+        span = (match.start_time, match.end_time)
+        row = _apply(self._columns, self.solution(match.mapping, span), span)
         if self.distinct:
             key = tuple(sorted(row.items()))
             if key in self._seen:
@@ -156,7 +163,8 @@ class Projector:
         by default the match's own in this projector's scope)."""
         assert self.template is not None
         name = label or match_label(match, self.scope)
-        return instantiate(self.template, self.solution(match.mapping), name)
+        span = (match.start_time, match.end_time)
+        return instantiate(self.template, self.solution(match.mapping, span), name)
 
     def solutions(
         self, matches: Iterable[Match], events: Sequence[GraphEvent] | Mapping[int, GraphEvent]
@@ -169,7 +177,7 @@ class Projector:
                 triples = self.construct(match)
                 out.append(Solution(match, contributing, {}, triples))
                 continue
-            row = self.project(match.mapping)
+            row = self.project(match)
             if row is not None and self.admit(match):
                 out.append(Solution(match, contributing, row))
         return out

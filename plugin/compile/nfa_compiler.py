@@ -125,6 +125,7 @@ def compile_automaton(
     partition-key variables (never rebound by Kleene+)."""
     elements = _flatten(pattern, gpm_index, gpm_vars)
     _check_ends(elements)
+    _check_negations(elements)
     builder = _Builder(elements, key)
     initial = tuple(builder.state_for(0, target) for target in builder.targets_from(0))
     variables = _variables(pattern, gpm_index, gpm_vars, gpm_certain)
@@ -236,6 +237,32 @@ def _check_ends(elements: list[Element]) -> None:
             "needs an element after it to delimit the gap it talks about",
             last.position,
         )
+
+
+def _check_negations(elements: list[Element]) -> None:
+    """A negated element is matched against the events of the gap with what the elements before
+    it bound (SPAseq App. B; Algorithm 9 tests Gpm(Ge, Pθ, H) over the run's history H, which does
+    not hold the next element's bindings). A variable it shares only with later elements is
+    therefore free when the gap is checked, and any such event would block the match whatever
+    the later element binds: refused, since the query surely means the correlation."""
+    for index, element in enumerate(elements):
+        if element.modifier is not Modifier.NEGATED:
+            continue
+        before = frozenset().union(
+            *(e.variables for e in elements[:index] if e.modifier is not Modifier.NEGATED)
+        )
+        after = frozenset().union(*(e.variables for e in elements[index + 1 :]))
+        late = sorted((element.variables & after) - before)
+        if late:
+            names = ", ".join(f"?{name}" for name in late)
+            raise CompileError(
+                f"'{element.written}' shares {names} only with elements after it: a negated element "
+                "is checked against the events of the gap with what the elements before it bound "
+                f"(SPAseq App. B, Algorithm 9), so {names} would be free there and any such event "
+                "would block the match, whatever the later element binds; bind it in an element "
+                "before the negation, or rename it in the negated GPM if it is not meant to be shared",
+                element.position,
+            )
 
 
 class _Builder:

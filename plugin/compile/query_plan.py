@@ -46,8 +46,9 @@ from rsep.plugin.compile.gpm_plan import GpmPlan, plan_gpm
 from rsep.plugin.compile.interval_patterns import compile_interval_automaton, duration_bound
 from rsep.plugin.compile.lazy import lazy_needs
 from rsep.plugin.compile.nfa_compiler import CompileError, compile_automaton
-from rsep.plugin.expr import UnsupportedExpression, compile_filter
+from rsep.plugin.expr import UnsupportedExpression, compile_expr, compile_filter
 from rsep.plugin.nfa.automaton import Automaton, ResidualFilter
+from rsep.plugin.nfa.interval_checks import timed
 from rsep.plugin.nfa.runtime import Runtime
 
 
@@ -130,6 +131,7 @@ def compile_query(query: EventQuery) -> QueryPlan:
         needs = lazy_needs(automaton)
         plans = tuple(replace(p, needs=needs.get(p.index)) for p in plans)
     _check_filters(automaton)
+    _check_projection(query)
     return QueryPlan(
         query=query,
         gpms=plans,
@@ -170,6 +172,26 @@ def _check_filters(automaton: Automaton) -> None:
         Runtime(automaton)
     except UnsupportedExpression as error:
         raise CompileError(f"{error}, in a FILTER or BIND the NFA evaluates", error.position) from None
+
+
+def _check_projection(query: EventQuery) -> None:
+    """SELECT's `(expr AS ?v)` (and a sub-SELECT's) are evaluated by rsep when a match is
+    projected, the time functions over the match's interval: what the evaluator cannot evaluate
+    is refused here, at the call, rather than when the first match is projected."""
+    form = query.form
+    items = [
+        *(form.projection or () if isinstance(form, SelectForm) else ()),
+        *(query.solution_projection or ()),
+    ]
+    for item in items:
+        if item.expr is None:
+            continue
+        try:
+            compile_expr(timed(item.expr))
+        except UnsupportedExpression as error:
+            raise CompileError(
+                f"{error}, in the SELECT expression bound to ?{item.var.name}", error.position
+            ) from None
 
 
 def collect_gpms(pattern: EventPattern) -> list[GraphPatternEvent]:

@@ -71,6 +71,12 @@ def _time_call(expr: Expr) -> Expr | None:
     return None
 
 
+def timed(expr: Expr) -> Expr:
+    """`expr` with getDURATION(), getSTARTTIME() and getENDTIME() reading the variables
+    `with_interval` sets: the one way a FILTER, a BIND or a SELECT expression reads an interval."""
+    return map_expr(expr, _time_call)
+
+
 def datetime_term(seconds: float) -> str:
     moment = datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
     return literal_nt(moment, _XSD + "dateTime")
@@ -99,23 +105,27 @@ def scoped(
     return bound
 
 
-_INTERVAL_TERMS: dict[str, Callable[[float, float], str]] = {
+_TermMaker = Callable[[float, float], str]
+
+_INTERVAL_TERMS: dict[str, _TermMaker] = {
     "__rsep_start": lambda start, end: datetime_term(start),
     "__rsep_end": lambda start, end: datetime_term(end),
     "__rsep_duration": lambda start, end: duration_term(end - start),
 }
+_ALL_TERMS = tuple(_INTERVAL_TERMS.items())
 
 
-def _interval_terms(expr: Expr) -> tuple[tuple[str, Callable[[float, float], str]], ...]:
-    """The interval terms an expression (its time calls mapped to variables) reads: only those
-    are computed per run (a term costs a datetime's formatting)."""
+def interval_terms(expr: Expr) -> tuple[tuple[str, _TermMaker], ...]:
+    """The interval terms a `timed` expression reads: only those are computed per run (a term
+    costs a datetime's formatting)."""
     read = expr_vars(expr)
-    return tuple((var, term) for var, term in _INTERVAL_TERMS.items() if var in read)
+    return tuple((var, term) for var, term in _ALL_TERMS if var in read)
 
 
-def _with_interval(
-    bound: dict[str, str], span: Span, terms: tuple[tuple[str, Callable[[float, float], str]], ...]
+def with_interval(
+    bound: dict[str, str], span: Span, terms: tuple[tuple[str, _TermMaker], ...] = _ALL_TERMS
 ) -> dict[str, str]:
+    """`bound` (changed) with the interval terms `timed` expressions read (`terms`: all)."""
     start, end = span
     for var, term in terms:
         bound[var] = term(start, end)
@@ -127,12 +137,12 @@ def timed_predicate(
 ) -> TimedPredicate:
     """`expr` as a test of a mapping (only its `scope` variables, when given) and the
     interval getDURATION(), getSTARTTIME() and getENDTIME() read (EP-SPARQL's σ)."""
-    mapped = map_expr(expr, _time_call)
+    mapped = timed(expr)
     predicate = compile_filter(mapped)
-    terms = _interval_terms(mapped)
+    terms = interval_terms(mapped)
 
     def test(mapping: Mapping[str, str], span: Span) -> bool:
-        return predicate(_with_interval(scoped(mapping, scope, unbound), span, terms))
+        return predicate(with_interval(scoped(mapping, scope, unbound), span, terms))
 
     return test
 
@@ -144,14 +154,14 @@ def _filter_step(check: IntervalFilter) -> Extension:
 
 def _bind_step(check: IntervalBind) -> Extension:
     """SPARQL's Extend joined with what the run bound besides (see IntervalBind)."""
-    mapped = map_expr(check.expr, _time_call)
+    mapped = timed(check.expr)
     value = compile_expr(mapped)
-    terms = _interval_terms(mapped)
+    terms = interval_terms(mapped)
 
     def extend(spans: Spans, mapping: dict[str, str]) -> list[dict[str, str]]:
         try:
             term = value(
-                _with_interval(scoped(mapping, check.scope, check.unbound), hull(spans, check.steps), terms)
+                with_interval(scoped(mapping, check.scope, check.unbound), hull(spans, check.steps), terms)
             )
         except ExprError:
             return [{**mapping, check.marker: ""}]

@@ -175,7 +175,7 @@ class QueryRunner:
         graphs = []
         detected = self.clock()
         for match in matches:
-            row = self._projector.project(match.mapping)
+            row = self._projector.project(match)
             if row is None:
                 continue
             if self._distinct:

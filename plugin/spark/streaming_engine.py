@@ -484,7 +484,7 @@ class SparkStreamingEngine:
         moved = False
         detected = self.wiring.clock()
         for match, refs in sorted(found, key=lambda item: item[0].key()):
-            row = projector.project(match.mapping)
+            row = projector.project(match)
             if row is None:
                 continue
             if slot.distinct:

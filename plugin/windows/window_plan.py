@@ -138,8 +138,19 @@ class WindowPlan:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """The compiler's notes (a QueryPlan's have some; a window plan has none)."""
-        return ()
+        """The compiler's notes: a time-based window whose step is longer than its width never
+        shows the items that arrive between two windows (RSEP-QL Def. 3: (k·β − α, k·β])."""
+        notes = []
+        for spec in self.windows:
+            window = spec.window
+            if isinstance(window, TimeWindow) and window.slide is not None:
+                width, step = window.width.seconds, window.slide.seconds
+                if step > width:
+                    notes.append(
+                        f"the window on <{spec.stream}> steps {step:g} s but is {width:g} s wide: "
+                        f"an item arriving in the {step - width:g} s between two windows is never seen"
+                    )
+        return tuple(notes)
 
     @property
     def report(self) -> ReportPolicy:

@@ -184,3 +184,42 @@ def test_nested_paths_in_a_seq_element_are_rejected(tmp_path):
     (tmp_path / "s.trig").write_text("", encoding="utf-8")
     with pytest.raises(WindowPlanError, match="nested paths"):
         run(RunRequest(tmp_path / "q.rq", [StreamFile(S, tmp_path / "s.trig")], engine="inprocess"))
+
+
+OPTIONAL_P = "?v a :Subway OPTIONAL { ?v :near ?s }"
+CLAUSE = "WINDOW :d { SEQ({?v :at ?s}, {?v :left ?s}) }"
+
+
+@pytest.mark.parametrize(
+    ("where", "expected"),
+    [
+        # (A OPTIONAL B) JOIN EC (eq. (1), and SPARQL's order): v1 is near s2, so the sequence at
+        # s1 does not join; the one at s2 does
+        (f"{OPTIONAL_P} {CLAUSE}", [(4, 3, 4, "s2"), (5, 3, 4, "s2")]),
+        # (EC JOIN A) OPTIONAL B, as written: both sequences; B adds nothing incompatible
+        (
+            f"{CLAUSE} {OPTIONAL_P}",
+            [
+                *[(2, 1, 2, "s1"), (3, 1, 2, "s1"), (4, 1, 2, "s1"), (4, 3, 4, "s2")],
+                *[(5, 1, 2, "s1"), (5, 3, 4, "s2")],
+            ],
+        ),
+    ],
+    ids=["clauses-after-optional", "clauses-before-optional"],
+)
+def test_event_clauses_meet_p_where_they_are_written(tmp_path, where, expected):
+    query = (
+        f"{PREFIX}SELECT ?v ?s FROM <http://example.org/kb> "
+        f"FROM NAMED WINDOW :d ON <{S}> [RANGE 10s]\nWHERE {{ {where} }}"
+    )
+    stream = events(
+        (1, ":v1 :at :s1 ."),
+        (2, ":v1 :left :s1 ."),
+        (3, ":v1 :at :s2 ."),
+        (4, ":v1 :left :s2 ."),
+        (5, ":x :y :z ."),
+    )
+    kb = {"http://example.org/kb": ":v1 a :Subway ; :near :s2 ."}
+    out = run_inline(tmp_path, query, {S: stream}, kb)
+    found = [(line["time"], line["start"], line["end"], line["bindings"]["s"][20:-1]) for line in out]
+    assert found == expected

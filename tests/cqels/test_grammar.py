@@ -34,6 +34,7 @@ from rsep.plugin.algebra.nested_paths import PathSelf
 from rsep.plugin.algebra.sparql import (
     BGP,
     IRI,
+    Filter,
     GroupPattern,
     OptionalPattern,
     PathInverse,
@@ -191,9 +192,10 @@ def test_several_event_clauses_join_by_interval_intersection():
         "PREFIX : <http://e/> SELECT * FROM NAMED WINDOW :A ON <http://s> [RANGE 10m] "
         "FROM NAMED WINDOW :B ON <http://t> [RANGE 1m] WHERE { "
         "?v a :subway . WINDOW :A { SEQ({?v :p ?s}, !{?v :q ?s}, {?v :p ?s}) } "
-        "OPTIONAL { ?s :name ?n } WINDOW :B { ?v :r ?x } }"
+        "FILTER(?x != ?s) WINDOW :B { ?v :r ?x } OPTIONAL { ?s :name ?n } }"
     )
-    match, static, optional = query.where.elements
+    static, match, flt, optional = query.where.elements  # the clauses where the first one stands
+    assert isinstance(flt, Filter)
     assert isinstance(static, BGP) and isinstance(optional, OptionalPattern)
     assert isinstance(match.pattern, EventJoin) and match.pattern.intersect
     first, second = match.pattern.operands
@@ -212,6 +214,17 @@ def test_several_event_clauses_join_by_interval_intersection():
         ("WINDOW :W { SEQ(:W, :W) }", "outside window blocks", 13),
         ("OPTIONAL { WINDOW :W { SEQ({?v :p ?s}, {?v :q ?s}) } }", "top level of WHERE", 24),
         ("WINDOW :W { SEQ({?v :p ?s}, {?v :q ?s}) } OPTIONAL { WINDOW :W { ?a ?b ?c } }", "top level", 54),
+        (
+            "WINDOW :W { ?v :p ?s } OPTIONAL { ?v :n ?m } WINDOW :W { SEQ({?v :p ?s}, {?v :q ?s}) }",
+            "both sides of OPTIONAL",
+            46,
+        ),
+        ("SEQ(:W, :W) BIND(1 AS ?one) WINDOW :W { ?v :p ?s }", "both sides of BIND", 29),
+        (
+            "WINDOW :W { SEQ({?v :p ?s}, {?v :q ?s}) } MINUS { ?v :n ?m } WINDOW :W { ?v :p ?s }",
+            "both sides of MINUS",
+            62,
+        ),
     ],
 )
 def test_seq_errors_are_located(where, message, column):

@@ -41,5 +41,6 @@ def test_an_infinite_closure_exits_2_with_one_line(tmp_path: Path):
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1, result.stderr
     assert re.fullmatch(
-        r"the CONSTRUCT rules still derive new events at time 1 after 32 rounds: .*\n", result.stderr
+        r".*fresh\.rq: the CONSTRUCT rules still derive new events at time 1 past 10000 derived events .*\n",
+        result.stderr,
     )
