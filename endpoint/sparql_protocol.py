@@ -15,8 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from flask import Blueprint, Flask, Response, make_response, request
+from flask import Blueprint, Flask, Response, current_app, make_response, request
 
+from rsep.endpoint.description import description_response, wants_description
 from rsep.endpoint.http_errors import BadRequest, UnsupportedMediaType, error_response
 from rsep.endpoint.negotiation import content_type, negotiate_request, parse_content_type
 from rsep.endpoint.parameters import FORM, Params, parameters
@@ -50,6 +51,8 @@ class Operation:
 @bp.route("/sparql", methods=["GET", "POST"])
 @bp.route("/sparql/", methods=["GET", "POST"])
 def sparql() -> Response:
+    if wants_description():
+        return description_response("both")
     operation = read_operation()
     return run_query(operation) if operation.kind == "query" else run_update(operation)
 
@@ -57,12 +60,17 @@ def sparql() -> Response:
 @bp.route("/query", methods=["GET", "POST"])
 def query() -> Response:
     """Oxigraph's and Fuseki's query endpoint: /sparql for queries only."""
+    if wants_description():
+        return description_response("query")
     return run_query(read_operation(only="query"))
 
 
-@bp.route("/update", methods=["POST"])
+@bp.route("/update", methods=["GET", "POST"])
 def update() -> Response:
-    """Oxigraph's and Fuseki's update endpoint: /sparql for updates only."""
+    """Oxigraph's and Fuseki's update endpoint: /sparql for updates only (a GET is answered with
+    its service description: updates need a POST)."""
+    if wants_description():
+        return description_response("update")
     return run_update(read_operation(only="update"))
 
 
@@ -178,7 +186,11 @@ def run_query(operation: Operation) -> Response:
 
     try:
         media_type, body = resources().kb.query(
-            operation.text, choose=choose, base_iri=base, dataset=operation.dataset
+            operation.text,
+            choose=choose,
+            base_iri=base,
+            dataset=operation.dataset,
+            union_default_graph=bool(current_app.config["RSEP_UNION_DEFAULT_GRAPH"]),
         )
     except QuerySyntaxError as theirs:
         raise rejection(ours, theirs) from None

@@ -82,6 +82,12 @@ _MODULES = {
         "QuerySyntaxError",
         "is_absolute_iri",
     ),
+    "rsep.plugin.store.service_description": (
+        "ServiceDescription",
+        "ServiceDialect",
+        "ServiceRoute",
+        "describe_service",
+    ),
     "rsep.plugin.store.windows": ("OxigraphWindows", "replay_window_events"),
     "rsep.plugin.windows.chain": ("CycleError", "dependency_order"),
     "rsep.plugin.windows.output": ("WindowRun",),
@@ -308,6 +314,18 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.store.rdfio import (
         timestamp_position as timestamp_position,
+    )
+    from rsep.plugin.store.service_description import (
+        ServiceDescription as ServiceDescription,
+    )
+    from rsep.plugin.store.service_description import (
+        ServiceDialect as ServiceDialect,
+    )
+    from rsep.plugin.store.service_description import (
+        ServiceRoute as ServiceRoute,
+    )
+    from rsep.plugin.store.service_description import (
+        describe_service as describe_service,
     )
     from rsep.plugin.store.sparql_service import (
         DATASET_MEDIA_TYPES as DATASET_MEDIA_TYPES,

@@ -157,7 +157,8 @@ def test_parameters_are_checked_before_parsing(client: FlaskClient) -> None:
 
 
 def test_missing_query_is_400_naming_query(client: FlaskClient) -> None:
-    response = client.get("/sparql")
+    """(GET /sparql with no parameter at all is the service description.)"""
+    response = client.get("/sparql?default-graph-uri=http://example.org/g")
     assert response.status_code == 400
     assert response.get_data(as_text=True).startswith("query: missing")
 
