@@ -20,6 +20,7 @@ from rsep.endpoint import (
     monitoring,
     queries,
     resources,
+    results,
     sparql_protocol,
     store_protocol,
     streams,
@@ -56,6 +57,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     store_protocol.init_app(app)
     streams.init_app(app)
     queries.init_app(app)
+    results.init_app(app)
     monitoring.init_app(app)
     ui.init_app(app)
     return app

@@ -90,7 +90,7 @@ _MODULES = {
     ),
     "rsep.plugin.store.windows": ("OxigraphWindows", "replay_window_events"),
     "rsep.plugin.windows.chain": ("CycleError", "dependency_order"),
-    "rsep.plugin.windows.output": ("WindowRun",),
+    "rsep.plugin.windows.output": ("WindowRun", "output_variables"),
     "rsep.plugin.windows.window_functions": ("to_ticks",),
     "rsep.plugin.windows.window_plan": ("Form", "WindowPlan", "is_window_query", "plan_windows"),
     "rsep.plugin.spark.session": ("SPARK_ERRORS", "failure_message", "get_session", "java_problem"),
@@ -368,6 +368,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.windows.output import (
         WindowRun as WindowRun,
+    )
+    from rsep.plugin.windows.output import (
+        output_variables as output_variables,
     )
     from rsep.plugin.windows.window_functions import (
         to_ticks as to_ticks,
