@@ -429,10 +429,12 @@ def write(
     output_format: str,
     out: TextIO,
     before: Callable[[], None] = lambda: None,
+    batch: Callable[[], None] = lambda: None,
 ) -> None:
     """`rsep run`'s output; a `StreamedRun`'s solutions are written (and flushed) batch by batch,
     as the files are read. `before` runs once the first batch is in, before anything is written
-    (the warnings: a run that fails on its input shows its error alone)."""
+    (the warnings: a run that fails on its input shows its error alone); `batch` before each
+    batch that writes something (the progress bar leaves the line)."""
     if not isinstance(outcome, StreamedRun):
         text = render(outcome, output_format)
         before()
@@ -444,6 +446,8 @@ def write(
     head, tail = srj_frame(outcome.plan.output_vars)
     separator: str | None = None
     for _, solutions in outcome.batches():
+        if solutions:
+            batch()
         if separator is None:
             before()
             out.write(head if srj else "")
