@@ -44,6 +44,7 @@ _MODULES = {
         "jsonl_line",
         "srj_document",
         "srj_frame",
+        "srj_mapping",
         "srj_row",
     ),
     "rsep.plugin.service.checkpoints": ("CheckpointStore",),
@@ -88,7 +89,12 @@ _MODULES = {
         "ServiceRoute",
         "describe_service",
     ),
-    "rsep.plugin.store.windows": ("OxigraphWindows", "replay_window_events"),
+    "rsep.plugin.store.windows": (
+        "OxigraphWindows",
+        "WindowStream",
+        "replay_window_events",
+        "stream_window_events",
+    ),
     "rsep.plugin.windows.chain": ("CycleError", "dependency_order"),
     "rsep.plugin.windows.output": ("WindowRun", "output_variables"),
     "rsep.plugin.windows.window_functions": ("to_ticks",),
@@ -212,6 +218,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.results import (
         srj_frame as srj_frame,
+    )
+    from rsep.plugin.results import (
+        srj_mapping as srj_mapping,
     )
     from rsep.plugin.results import (
         srj_row as srj_row,
@@ -358,7 +367,13 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
         OxigraphWindows as OxigraphWindows,
     )
     from rsep.plugin.store.windows import (
+        WindowStream as WindowStream,
+    )
+    from rsep.plugin.store.windows import (
         replay_window_events as replay_window_events,
+    )
+    from rsep.plugin.store.windows import (
+        stream_window_events as stream_window_events,
     )
     from rsep.plugin.windows.chain import (
         CycleError as CycleError,

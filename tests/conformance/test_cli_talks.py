@@ -7,6 +7,7 @@ tests/spark_streaming/test_startup.py's)."""
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 import pty
@@ -23,12 +24,17 @@ from pathlib import Path
 import pytest
 
 from rsep.endpoint.post import Pace, requests
+from rsep.endpoint.run_command import run as run_whole
+from rsep.endpoint.run_command import start, write
+from rsep.plugin.store.windows import WindowStream
 from tests.support.events import QUERIES, S1, S2, XSD_INTEGER, event
 from tests.support.paths import REPO
+from tests.support.run_cases import load_cases
 from tests.support.servers import Server
 from tests.support.smart_grid import SMART_GRID, SMART_GRID_STREAMS
 
 RSEP = [sys.executable, "-m", "rsep.endpoint.cli"]
+WINDOW_CASES = {case.name: case for case in load_cases(REPO / "tests" / "csparql" / "fixtures")}
 PROV = "http://www.w3.org/ns/prov#"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
@@ -156,3 +162,38 @@ def test_a_pace_must_be_a_positive_number(flag: str) -> None:
                           cwd=REPO, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 2
     assert done.stderr == f"rsep post: argument {flag}: expected a number above 0, got '0'\n"
+
+
+class Recorder(io.StringIO):
+    """stdout that notes, at each flush, how many evaluations had been computed then."""
+
+    def __init__(self, computed: list[int]) -> None:
+        super().__init__()
+        self.computed = computed
+        self.flushed_at: list[int] = []
+
+    def flush(self) -> None:
+        self.flushed_at.append(len(self.computed))
+
+
+@pytest.mark.parametrize("output_format", ["jsonl", "srj"])
+def test_rsep_run_prints_each_window_evaluation_once_computed(output_format: str) -> None:
+    """A C-SPARQL query's evaluations are written one by one as the replay computes them (each
+    flushed before the next is computed), and the text is the whole run's."""
+    case = WINDOW_CASES["count-window"]
+    outcome = start(case.request())
+    assert isinstance(outcome, WindowStream)
+    computed: list[int] = []
+
+    def counted(evaluations):
+        for evaluation in evaluations:
+            computed.append(1)
+            yield evaluation
+
+    outcome.evaluations = counted(outcome.evaluations)
+    out = Recorder(computed)
+    write(outcome, output_format, out)
+    assert len(computed) > 2
+    assert out.flushed_at == list(range(1, len(computed) + 1))
+    whole = run_whole(case.request())
+    assert out.getvalue() == (whole.jsonl() if output_format == "jsonl" else whole.srj())
