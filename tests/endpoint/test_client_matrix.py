@@ -161,22 +161,23 @@ def as_graph(result: Any, return_format: str) -> rdflib.Graph:
     return rdflib.Graph().parse(data=result, format=syntax)
 
 
-@pytest.mark.parametrize("way", WAYS)
-@pytest.mark.parametrize("return_format", GRAPH_TYPES)
-def test_construct(server_url: str, graph: str, return_format: str, way: str) -> None:
-    query = f"CONSTRUCT {{ ?s <{EX}friendOf> ?o }} FROM <{graph}> WHERE {{ ?s <{EX}knows> ?o }}"
-    result, content_type = ask(server_url + "sparql", query, return_format, way)
-    assert content_type.split(";")[0] in GRAPH_TYPES[return_format]
-    assert set(as_graph(result, return_format)) == {(ALICE, rdflib.URIRef(f"{EX}friendOf"), BOB)}
+GRAPH_QUERIES = {
+    "construct": ("sparql", "CONSTRUCT {{ ?s <{EX}friendOf> ?o }} FROM <{graph}> "
+                            "WHERE {{ ?s <{EX}knows> ?o }}", {(ALICE, rdflib.URIRef(f"{EX}friendOf"), BOB)}),
+    "describe": ("query", "DESCRIBE <{EX}alice> FROM <{graph}>",
+                 {(ALICE, KNOWS, BOB), (ALICE, AGE, rdflib.Literal(42))}),
+}  # fmt: skip
+"""Per form: the route it goes to, the query (a template), and the triples it answers."""
 
 
 @pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("return_format", GRAPH_TYPES)
-def test_describe(server_url: str, graph: str, return_format: str, way: str) -> None:
-    query = f"DESCRIBE <{EX}alice> FROM <{graph}>"
-    result, content_type = ask(server_url + "query", query, return_format, way)
+@pytest.mark.parametrize("form", GRAPH_QUERIES)
+def test_construct_and_describe(server_url: str, graph: str, form: str, return_format: str, way: str) -> None:
+    route, template, triples = GRAPH_QUERIES[form]
+    result, content_type = ask(server_url + route, template.format(EX=EX, graph=graph), return_format, way)
     assert content_type.split(";")[0] in GRAPH_TYPES[return_format]
-    assert set(as_graph(result, return_format)) == {(ALICE, KNOWS, BOB), (ALICE, AGE, rdflib.Literal(42))}
+    assert set(as_graph(result, return_format)) == triples
 
 
 @pytest.mark.parametrize("way", WAYS)
