@@ -17,6 +17,7 @@ from flask import Flask
 from rsep.endpoint import (
     cors,
     http_errors,
+    merged_ingest,
     monitoring,
     queries,
     resources,
@@ -25,6 +26,7 @@ from rsep.endpoint import (
     store_protocol,
     streams,
     ui,
+    workbench,
 )
 
 DEFAULTS: dict[str, Any] = {
@@ -56,8 +58,10 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     sparql_protocol.init_app(app)
     store_protocol.init_app(app)
     streams.init_app(app)
+    merged_ingest.init_app(app)
     queries.init_app(app)
     results.init_app(app)
     monitoring.init_app(app)
     ui.init_app(app)
+    workbench.init_app(app)
     return app
