@@ -156,6 +156,48 @@
     }
   }
 
+  // ------------------------------------------------------------------ posting files merged by time
+
+  // One stream IRI field per chosen file; the request pairs them in order (POST /streams/merged).
+  $("files").addEventListener("change", () => {
+    const list = $("file-streams");
+    list.replaceChildren();
+    Array.from($("files").files).forEach((file, index) => {
+      const item = document.createElement("li");
+      const label = document.createElement("label");
+      label.htmlFor = "file-stream-" + index;
+      label.textContent = file.name + ": stream IRI ";
+      const input = document.createElement("input");
+      input.id = "file-stream-" + index;
+      input.type = "url";
+      input.required = true;
+      input.placeholder = "http://example.org/stream";
+      item.append(label, input);
+      list.append(item);
+    });
+    $("files-send").disabled = !$("files").files.length;
+  });
+
+  $("files-send").addEventListener("click", async () => {
+    const form = new FormData();
+    const files = Array.from($("files").files);
+    for (const [index, file] of files.entries()) {
+      const stream = $("file-stream-" + index).value.trim();
+      if (!stream) {
+        status("files-status", "Give the stream IRI of " + file.name + ".", true);
+        return;
+      }
+      form.append("stream", stream);
+      form.append("events", file, file.name);
+    }
+    try {
+      const answer = await (await api("/streams/merged", { method: "POST", body: form })).json();
+      status("files-status", answer.accepted + " events accepted, merged by time.");
+    } catch (error) {
+      status("files-status", error.message, true);
+    }
+  });
+
   // ------------------------------------------------------------------ the timeline
 
   const lanes = new vis.DataSet();

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.browser.support import Server
+from tests.support.smart_grid import SMART_GRID_STREAMS
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -123,3 +124,19 @@ def test_hover_shows_the_bindings_and_a_match_opens_in_yasgui(open_page: OpenPag
     expect(page.locator("#match-query")).to_be_enabled()
     page.click("#match-query")
     expect(page.locator("#yasgui .yasr table.dataTable")).to_contain_text("http://smartgrid.org/Lyon")
+
+
+def test_files_of_several_streams_are_posted_merged_by_time(open_page: OpenPage, server: Server) -> None:
+    """The smart grid's three files interleave in time: posted one after the other they would be
+    refused; chosen together they go in one request, merged."""
+    page = workbench(open_page, server)
+    page.set_input_files("#files", [str(path) for path in SMART_GRID_STREAMS.values()])
+    for index, stream in enumerate(SMART_GRID_STREAMS):
+        page.fill(f"#file-stream-{index}", stream)
+    page.click("#files-send")
+    expect(page.locator("#files-status")).to_have_text("8 events accepted, merged by time.")
+    page.click("#files-send")  # again: older than what the log holds, refused whole
+    expect(page.locator("#files-status")).to_contain_text("is older than the newest accepted event")
+    page.fill("#file-stream-0", "")
+    page.click("#files-send")
+    expect(page.locator("#files-status")).to_have_text("Give the stream IRI of power.trig.")
