@@ -14,7 +14,20 @@ from typing import Any
 
 from flask import Flask
 
-from rsep.endpoint import http_errors, queries, resources, sparql_protocol, store_protocol, streams, ui
+from rsep.endpoint import (
+    cors,
+    http_errors,
+    merged_ingest,
+    monitoring,
+    queries,
+    resources,
+    results,
+    sparql_protocol,
+    store_protocol,
+    streams,
+    ui,
+    workbench,
+)
 
 DEFAULTS: dict[str, Any] = {
     "RSEP_DATA_DIR": "rsep-data",
@@ -26,6 +39,8 @@ DEFAULTS: dict[str, Any] = {
     "RSEP_SSE_HEARTBEAT": 15.0,
     "RSEP_SPARK_TRIGGER_INTERVAL": 0.1,
     "RSEP_CHECKPOINT_LOCATION": None,
+    "RSEP_CORS": False,
+    "RSEP_UNION_DEFAULT_GRAPH": False,
 }
 """The configuration keys and their defaults (docs/endpoint.md, "Configuration"); `rsep serve`
 sets them from the environment and its flags (`rsep.endpoint.settings`)."""
@@ -38,10 +53,15 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         app.config.update(config)
     Path(app.config["RSEP_DATA_DIR"]).mkdir(parents=True, exist_ok=True)
     resources.init_app(app)
+    cors.init_app(app)  # before the token check: a preflight carries no token
     http_errors.init_app(app)
     sparql_protocol.init_app(app)
     store_protocol.init_app(app)
     streams.init_app(app)
+    merged_ingest.init_app(app)
     queries.init_app(app)
+    results.init_app(app)
+    monitoring.init_app(app)
     ui.init_app(app)
+    workbench.init_app(app)
     return app

@@ -7,8 +7,11 @@ replays a query over finite event files and prints every match. Failures
 print nothing on stdout and exit 2 with one line on stderr that says where:
 `QUERY_FILE:line:col: ...` for a bad query, the file and position for bad data.
 
-`rsep post URL --stream IRI=FILE ... [--token T] [--batch N]` posts event files to a running
-endpoint, merged by time.
+`rsep post URL --stream IRI=FILE ... [--token T] [--batch N] [--speed X | --rate N] [--quiet]`
+posts event files to a running endpoint, merged by time (paced in event time with --speed).
+
+`rsep run` and `rsep post` draw a progress bar on stderr when stdout and stderr are terminals
+(`rsep.endpoint.progress`); `rsep --version` prints the installed version.
 
 `rsep serve [--host H] [--port P] [--data DIR] [--master URL] [--engine E] [--token T] ...` runs
 the endpoint under waitress, says where it listens in one line on stderr, and stops cleanly on
@@ -20,17 +23,21 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
+from importlib import metadata
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from rsep.endpoint import settings
-from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, start, write
+from rsep.endpoint.progress import Progress
+from rsep.endpoint.progress import wanted as progress_wanted
+from rsep.endpoint.run_command import KbFile, RunRequest, StreamedRun, StreamFile, start, write
 from rsep.grammar import DIALECTS
 from rsep.plugin import REGIMES, ClosureLimits, ConsumptionPolicy, InvalidInput, RsepError, is_absolute_iri
 
@@ -38,6 +45,7 @@ if TYPE_CHECKING:
     from flask import Flask
 
 EXIT_FAILURE = 2
+QUIET_HELP = "no progress bar (there is one only when stdout and stderr are terminals)"
 SERVE_THREADS = 8
 
 
@@ -72,8 +80,17 @@ def _kb(text: str) -> KbFile:
     return KbFile(Path(text))
 
 
+def version() -> str:
+    """The installed distribution's version (pyproject.toml's, for an editable install too)."""
+    try:
+        return metadata.version("rsep")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="rsep", description="Complex event processing over RDF streams.")
+    parser.add_argument("--version", action="version", version=f"rsep {version()}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run_cmd = commands.add_parser("run", help="replay a query over event files and print every match")
     run_cmd.add_argument("query", type=Path, metavar="QUERY_FILE")
@@ -106,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
     run_cmd.add_argument("--engine", choices=["spark", "inprocess"], default="spark",
                          help="spark (default), or inprocess: the same runtime without Spark")  # fmt: skip
+    run_cmd.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     run_cmd.set_defaults(handler=_run)
     serve_cmd = commands.add_parser("serve", help="run the SPARQL endpoint and the event-query service")
     serve_cmd.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -120,6 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
                           help="events of the stream IRI, TriG or N-Quads")  # fmt: skip
     post_cmd.add_argument("--token", help="sent as Authorization: Bearer TOKEN")
     post_cmd.add_argument("--batch", type=_positive, default=500, help="events per request (default 500)")
+    pace = post_cmd.add_mutually_exclusive_group()
+    pace.add_argument("--speed", type=_positive_number, metavar="X",
+                      help="replay in event time, X times faster than real time (1: real time)")  # fmt: skip
+    pace.add_argument("--rate", type=_positive_number, metavar="N", help="post N events per second")
+    post_cmd.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     post_cmd.set_defaults(handler=_post)
     return parser
 
@@ -134,10 +157,25 @@ def _positive(text: str) -> int:
     return value
 
 
+def _positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text!r}")
+    return value
+
+
 def _post(args: argparse.Namespace) -> int:
     from rsep.endpoint.post import PostRequest, post
 
-    accepted = post(PostRequest(args.url, args.stream, args.token, args.batch))
+    request = PostRequest(args.url, args.stream, args.token, args.batch, rate=args.rate, speed=args.speed)
+    progress = Progress(progress_wanted(args.quiet), "posted")
+    try:
+        accepted = post(request, progress)
+    finally:
+        progress.close()
     sys.stderr.write(f"rsep: {accepted} events accepted by {args.url}\n")
     return 0
 
@@ -162,7 +200,14 @@ def _run(args: argparse.Namespace) -> int:
         for warning in request.warnings:
             sys.stderr.write(f"rsep: warning: {args.query}: {warning}\n")
 
-    write(start(request), args.format, sys.stdout, before=warn)
+    progress = Progress(progress_wanted(args.quiet), "read")
+    try:
+        outcome = start(request)
+        if isinstance(outcome, StreamedRun):  # counted as the files are read
+            outcome.sources = [progress.counted(source) for source in outcome.sources]
+        write(outcome, args.format, sys.stdout, before=warn, batch=progress.clear)
+    finally:
+        progress.close()
     return 0
 
 

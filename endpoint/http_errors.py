@@ -148,7 +148,7 @@ def _wants_json() -> bool:
 
 # --------------------------------------------------------------------------- bearer token
 
-_EXEMPT_PATHS = frozenset({"/"})
+_EXEMPT_PATHS = frozenset({"/", "/yasgui"})
 _QUERY_TOKEN_ENDPOINTS = frozenset({"queries.events"})
 """Endpoints that also take the token as `?token=` (Server-Sent Events: EventSource sends no headers)."""
 

@@ -168,29 +168,44 @@ def is_known_format_name(value: str) -> bool:
     return value in FORMAT_NAMES or "/" in value
 
 
-def negotiate(offers: Sequence[str], *, accept: str | None, format_value: str | None) -> Choice:
+def negotiate(
+    offers: Sequence[str], *, accept: str | None, format_value: str | Sequence[str] | None
+) -> Choice:
     """What to answer with; 400 for an unknown `format=`, 406 when nothing fits. A `format=`
-    value is answered with the offer it names, under its canonical name."""
+    value is answered with the offer it names, under its canonical name; several values
+    (`format_names`) are alternatives, the first that names an offer deciding."""
     available = ", ".join(offers)
-    if format_value is not None:
-        if not is_known_format_name(format_value):
-            raise BadRequest(f"unknown format {format_value!r}; use one of {available}", parameter="format")
-        found = by_format_name(format_value, offers)
-        if found is None:
-            raise NotAcceptable(f"format={format_value} is not available here; available: {available}")
-        return Choice(found, found)
+    names = format_names(format_value)
+    if names:
+        for name in names:
+            if not is_known_format_name(name):
+                raise BadRequest(f"unknown format {name!r}; use one of {available}", parameter="format")
+        for name in names:
+            found = by_format_name(name, offers)
+            if found is not None:
+                return Choice(found, found)
+        raise NotAcceptable(f"format={', '.join(names)} is not available here; available: {available}")
     chosen = choose(offers, parse_accept(accept))
     if chosen is None:
         raise NotAcceptable(f"cannot answer in any media type of Accept: {accept}; available: {available}")
     return chosen
 
 
+def format_names(values: str | Sequence[str] | None) -> list[str]:
+    """The names that `format=` values give, in order. SPARQLWrapper sends `format` twice on
+    purpose (for TSV, RDF/XML and JSON-LD: a short name, then the media types of its Accept
+    header joined by commas, or an empty value for `*/*`); Oxigraph answers such a request, so
+    every value counts, each split at commas, empty ones ignored."""
+    if values is None:
+        return []
+    given = [values] if isinstance(values, str) else list(values)
+    return [name.strip() for value in given for name in value.split(",") if name.strip()]
+
+
 def negotiate_request(offers: Sequence[str]) -> Choice:
-    """`negotiate` for the current request (`format` from the URL or a form body)."""
+    """`negotiate` for the current request (`format` from the URL or a form body, all its values)."""
     values = request.values.getlist("format")
-    if len(values) > 1:
-        raise BadRequest("given more than once", parameter="format")
-    return negotiate(offers, accept=request.headers.get("Accept"), format_value=values[0] if values else None)
+    return negotiate(offers, accept=request.headers.get("Accept"), format_value=values or None)
 
 
 def content_type(media_type: str) -> str:

@@ -38,6 +38,7 @@ from rsep.plugin import (
     Solution,
     WindowPlan,
     WindowRun,
+    WindowStream,
     dependency_order,
     derived_event,
     events_trig,
@@ -50,8 +51,10 @@ from rsep.plugin import (
     replay_window_events,
     srj_document,
     srj_frame,
+    srj_mapping,
     srj_row,
     stream_event_file,
+    stream_window_events,
     timestamp_position,
     to_ticks,
 )
@@ -357,14 +360,18 @@ def load_kb(files: Sequence[KbFile]) -> KnowledgeBase:
 
 
 def run(request: RunRequest) -> RunResult | WindowRun:
-    """The whole run, in memory (tests; the command line writes a `StreamedRun` as it comes)."""
+    """The whole run, in memory (tests; the command line writes a `StreamedRun` or a
+    `WindowStream` as it comes)."""
     outcome = start(request)
+    if isinstance(outcome, WindowStream):
+        return outcome.collect(list(outcome.evaluations))
     return outcome.collect() if isinstance(outcome, StreamedRun) else outcome
 
 
-def start(request: RunRequest) -> RunResult | WindowRun | StreamedRun:
+def start(request: RunRequest) -> RunResult | WindowStream | StreamedRun:
     """Read the query, check the inputs, and run it: in-process event patterns as their files are
-    read (`StreamedRun`), everything else whole (`RunResult`, `WindowRun`)."""
+    read (`StreamedRun`), window queries evaluation by evaluation once their files are read
+    (`WindowStream`), everything else whole (`RunResult`)."""
     query = load_query(request.query_file, request, request.dialect)
     stream_rules, event_rules = load_rules(request)
     if stream_rules and request.engine != "inprocess":
@@ -421,7 +428,7 @@ def run_windows(
     query: EventQuery,
     stream_rules: Sequence[Rule] = (),
     event_rules: Sequence[Rule] = (),
-) -> WindowRun:
+) -> WindowStream:
     """C-SPARQL and CQELS: windows queried with SPARQL, by the window runtime over Oxigraph."""
     if request.policy not in (None, ConsumptionPolicy.UNRESTRICTED):
         raise UsageError("--policy applies to event patterns, not to window queries (C-SPARQL, CQELS)")
@@ -439,18 +446,23 @@ def run_windows(
     kb = load_kb(request.kb)
     streams = read_inputs(request.streams, [query, *(r.query for r in stream_rules)], stream_rules)
     derive_streams(stream_rules, kb, streams)
-    return replay_window_events(plan, kb, streams, scope=query.produced_stream or "")
+    return stream_window_events(plan, kb, streams, scope=query.produced_stream or "")
 
 
 def write(
-    outcome: RunResult | WindowRun | StreamedRun,
+    outcome: RunResult | WindowRun | StreamedRun | WindowStream,
     output_format: str,
     out: TextIO,
     before: Callable[[], None] = lambda: None,
+    batch: Callable[[], None] = lambda: None,
 ) -> None:
     """`rsep run`'s output; a `StreamedRun`'s solutions are written (and flushed) batch by batch,
     as the files are read. `before` runs once the first batch is in, before anything is written
-    (the warnings: a run that fails on its input shows its error alone)."""
+    (the warnings: a run that fails on its input shows its error alone); `batch` before each
+    batch that writes something (the progress bar leaves the line)."""
+    if isinstance(outcome, WindowStream):
+        write_windows(outcome, output_format, out, before, batch)
+        return
     if not isinstance(outcome, StreamedRun):
         text = render(outcome, output_format)
         before()
@@ -462,6 +474,8 @@ def write(
     head, tail = srj_frame(outcome.plan.output_vars)
     separator: str | None = None
     for _, solutions in outcome.batches():
+        if solutions:
+            batch()
         if separator is None:
             before()
             out.write(head if srj else "")
@@ -477,6 +491,42 @@ def write(
         before()
         out.write(head if srj else "")
     out.write(tail + "\n" if srj else "")
+
+
+def write_windows(
+    replay: WindowStream,
+    output_format: str,
+    out: TextIO,
+    before: Callable[[], None] = lambda: None,
+    batch: Callable[[], None] = lambda: None,
+) -> None:
+    """A window query's output, each evaluation written (and flushed) once computed: jsonl and trig
+    as `render` writes them, evaluation by evaluation; srj's head once the first evaluation has
+    named the variables of a SELECT *. Checked before the first evaluation: --format trig of a
+    SELECT, srj of a CONSTRUCT."""
+    render(replay.collect(()), output_format)  # the format's refusals, before anything is computed
+    head_written = False
+    separator = ""
+    for evaluation in replay.evaluations:
+        one = replay.collect([evaluation])
+        batch()
+        if not head_written:
+            before()
+            head_written = True
+            if output_format == "srj":
+                out.write(srj_frame(replay.variables())[0])
+        if output_format == "srj":
+            for row in evaluation.answer.rows:
+                out.write(separator + srj_mapping(row))
+                separator = ", "
+        else:
+            out.write(render(one, output_format))
+        out.flush()
+    if not head_written:
+        before()
+        out.write(render(replay.collect(()), output_format))
+    elif output_format == "srj":
+        out.write(srj_frame(replay.variables())[1] + "\n")
 
 
 def render(result: RunResult | WindowRun, output_format: str) -> str:

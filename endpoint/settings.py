@@ -52,9 +52,17 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
+def _boolean(text: str) -> bool:
+    value = text.strip().lower()
+    if value not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+        raise InvalidInput(f"expected true or false, got {text!r}")
+    return value in ("1", "true", "yes", "on")
+
+
 @dataclass(frozen=True, slots=True)
 class Setting:
-    """A configuration key (= its environment variable) and its flag."""
+    """A configuration key (= its environment variable) and its flag (a switch when `parse` is
+    `_boolean`: the flag takes no value, the variable true or false)."""
 
     key: str
     flag: str
@@ -81,12 +89,21 @@ SETTINGS = (
             "Spark engine: where the streaming job's checkpoint (offsets, commits, state store) "
             "lives, a path or a URI every executor and a restarted driver reach (default "
             "DATA/spark/checkpoint)"),
+    Setting("RSEP_CORS", "--cors", _boolean, "",
+            "allow cross-origin requests from any origin (Access-Control-Allow-Origin: *; default off)"),
+    Setting("RSEP_UNION_DEFAULT_GRAPH", "--union-default-graph", _boolean, "",
+            "SPARQL queries without a dataset read the union of all graphs as their default graph "
+            "(default off: the default graph alone)"),
 )  # fmt: skip
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The settings' flags; each defaults to None (not given), so the environment can apply."""
     for setting in SETTINGS:
+        if setting.parse is _boolean:
+            parser.add_argument(setting.flag, dest=setting.key, action="store_const", const=True,
+                                default=None, help=f"{setting.help}; or {setting.key}=true")  # fmt: skip
+            continue
         parser.add_argument(
             setting.flag,
             dest=setting.key,

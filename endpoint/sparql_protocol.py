@@ -15,8 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from flask import Blueprint, Flask, Response, make_response, request
+from flask import Blueprint, Flask, Response, current_app, make_response, request
 
+from rsep.endpoint.description import description_response, wants_description
 from rsep.endpoint.http_errors import BadRequest, UnsupportedMediaType, error_response
 from rsep.endpoint.negotiation import content_type, negotiate_request, parse_content_type
 from rsep.endpoint.parameters import FORM, Params, parameters
@@ -50,29 +51,61 @@ class Operation:
 @bp.route("/sparql", methods=["GET", "POST"])
 @bp.route("/sparql/", methods=["GET", "POST"])
 def sparql() -> Response:
+    if wants_description():
+        return description_response("both")
     operation = read_operation()
     return run_query(operation) if operation.kind == "query" else run_update(operation)
+
+
+@bp.route("/query", methods=["GET", "POST"])
+def query() -> Response:
+    """Oxigraph's and Fuseki's query endpoint: /sparql for queries only."""
+    if wants_description():
+        return description_response("query")
+    return run_query(read_operation(only="query"))
+
+
+@bp.route("/update", methods=["GET", "POST"])
+def update() -> Response:
+    """Oxigraph's and Fuseki's update endpoint: /sparql for updates only (a GET is answered with
+    its service description: updates need a POST)."""
+    if wants_description():
+        return description_response("update")
+    return run_update(read_operation(only="update"))
 
 
 # --------------------------------------------------------------------------- reading the request
 
 
-def read_operation() -> Operation:
-    """The operation of the current request; 415 and 400 errors for what does not fit the protocol."""
+def read_operation(only: Kind | None = None) -> Operation:
+    """The operation of the current request; 415 and 400 errors for what does not fit the protocol
+    (or the route: `only` is the one kind /query and /update take)."""
     if request.method in ("GET", "HEAD"):
-        return _operation(parameters())
+        return _only(_operation(parameters()), only)
     ctype = parse_content_type(request.headers.get("Content-Type"))
-    kinds = f"{FORM}, {QUERY_BODY} or {UPDATE_BODY}"
+    bodies = {"query": (QUERY_BODY,), "update": (UPDATE_BODY,), None: (QUERY_BODY, UPDATE_BODY)}[only]
+    kinds = f"{FORM} or {' or '.join(bodies)}"
     if ctype is None:
         raise UnsupportedMediaType(f"a POST needs a Content-Type: {kinds}")
-    if ctype.media_type not in (FORM, QUERY_BODY, UPDATE_BODY):
-        raise UnsupportedMediaType(f"{ctype.media_type} is not a SPARQL request; use {kinds}")
+    if ctype.media_type not in (FORM, *bodies):
+        raise UnsupportedMediaType(f"{ctype.media_type} is not a SPARQL request here; use {kinds}")
     if not ctype.utf8:
         raise UnsupportedMediaType(f"charset={ctype.charset}: SPARQL requests are UTF-8")
     if ctype.media_type == FORM:
-        return _operation(parameters())
+        return _only(_operation(parameters()), only)
     kind: Kind = "query" if ctype.media_type == QUERY_BODY else "update"
     return _operation(parameters(), body=(kind, _body_text()))
+
+
+def _only(operation: Operation, only: Kind | None) -> Operation:
+    if only is not None and operation.kind != only:
+        other = "update" if only == "query" else "query"
+        article = {"query": "a query", "update": "an update"}
+        raise BadRequest(
+            f"/{only} takes {article[only]}, not {article[other]}: send it to /{other} or /sparql",
+            parameter=other,
+        )
+    return operation
 
 
 def _body_text() -> str:
@@ -153,7 +186,11 @@ def run_query(operation: Operation) -> Response:
 
     try:
         media_type, body = resources().kb.query(
-            operation.text, choose=choose, base_iri=base, dataset=operation.dataset
+            operation.text,
+            choose=choose,
+            base_iri=base,
+            dataset=operation.dataset,
+            union_default_graph=bool(current_app.config["RSEP_UNION_DEFAULT_GRAPH"]),
         )
     except QuerySyntaxError as theirs:
         raise rejection(ours, theirs) from None

@@ -45,6 +45,7 @@ _MODULES = {
         "jsonl_line",
         "srj_document",
         "srj_frame",
+        "srj_mapping",
         "srj_row",
     ),
     "rsep.plugin.service.checkpoints": ("CheckpointStore",),
@@ -84,9 +85,20 @@ _MODULES = {
         "QuerySyntaxError",
         "is_absolute_iri",
     ),
-    "rsep.plugin.store.windows": ("OxigraphWindows", "replay_window_events"),
+    "rsep.plugin.store.service_description": (
+        "ServiceDescription",
+        "ServiceDialect",
+        "ServiceRoute",
+        "describe_service",
+    ),
+    "rsep.plugin.store.windows": (
+        "OxigraphWindows",
+        "WindowStream",
+        "replay_window_events",
+        "stream_window_events",
+    ),
     "rsep.plugin.windows.chain": ("CycleError", "dependency_order"),
-    "rsep.plugin.windows.output": ("WindowRun",),
+    "rsep.plugin.windows.output": ("WindowRun", "output_variables"),
     "rsep.plugin.windows.window_functions": ("to_ticks",),
     "rsep.plugin.windows.window_plan": ("Form", "WindowPlan", "is_window_query", "plan_windows"),
     "rsep.plugin.spark.session": ("SPARK_ERRORS", "failure_message", "get_session", "java_problem"),
@@ -216,6 +228,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
         srj_frame as srj_frame,
     )
     from rsep.plugin.results import (
+        srj_mapping as srj_mapping,
+    )
+    from rsep.plugin.results import (
         srj_row as srj_row,
     )
     from rsep.plugin.service.checkpoints import (
@@ -320,6 +335,18 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     from rsep.plugin.store.rdfio import (
         timestamp_position as timestamp_position,
     )
+    from rsep.plugin.store.service_description import (
+        ServiceDescription as ServiceDescription,
+    )
+    from rsep.plugin.store.service_description import (
+        ServiceDialect as ServiceDialect,
+    )
+    from rsep.plugin.store.service_description import (
+        ServiceRoute as ServiceRoute,
+    )
+    from rsep.plugin.store.service_description import (
+        describe_service as describe_service,
+    )
     from rsep.plugin.store.sparql_service import (
         DATASET_MEDIA_TYPES as DATASET_MEDIA_TYPES,
     )
@@ -351,7 +378,13 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
         OxigraphWindows as OxigraphWindows,
     )
     from rsep.plugin.store.windows import (
+        WindowStream as WindowStream,
+    )
+    from rsep.plugin.store.windows import (
         replay_window_events as replay_window_events,
+    )
+    from rsep.plugin.store.windows import (
+        stream_window_events as stream_window_events,
     )
     from rsep.plugin.windows.chain import (
         CycleError as CycleError,
@@ -361,6 +394,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.windows.output import (
         WindowRun as WindowRun,
+    )
+    from rsep.plugin.windows.output import (
+        output_variables as output_variables,
     )
     from rsep.plugin.windows.window_functions import (
         to_ticks as to_ticks,

@@ -294,7 +294,12 @@ def srj_frame(names: Sequence[str]) -> tuple[str, str]:
 
 
 def srj_row(solution: Solution) -> str:
-    return json.dumps({k: srj_term(v) for k, v in solution.bindings.items()}, ensure_ascii=False)
+    return srj_mapping(solution.bindings)
+
+
+def srj_mapping(bindings: Mapping[str, str]) -> str:
+    """One row of SPARQL results JSON from variable -> N-Triples term."""
+    return json.dumps({k: srj_term(v) for k, v in bindings.items()}, ensure_ascii=False)
 
 
 def srj_term(text: str) -> dict[str, str]:

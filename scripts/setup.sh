@@ -88,6 +88,30 @@ ensure_chromium() {
 }
 if [ -n "$extras" ]; then ensure_chromium; fi
 
+# The query page's third-party assets (YASGUI, vis-timeline: ui/package.json, pinned by
+# ui/package-lock.json) come from the npm registry and are copied into endpoint/static/vendor,
+# which git ignores: they are never committed. Without npm the runtime works and the page at
+# /yasgui says how to get them; the browser tests (--test) need them.
+ensure_ui_assets() {
+  local vendor=endpoint/static/vendor stamp=endpoint/static/vendor/.installed
+  if [ -f "$stamp" ] && [ ! ui/package-lock.json -nt "$stamp" ]; then return 0; fi
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "setup: npm is not installed: the query editor's assets (YASGUI) are missing; install Node.js and npm, then run scripts/setup.sh again" >&2
+    if [ -n "$extras" ]; then exit 1; fi
+    return 0
+  fi
+  npm ci --prefix ui --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null
+  rm -rf "$vendor"
+  mkdir -p "$vendor/yasgui" "$vendor/vis-timeline"
+  cp ui/node_modules/@zazuko/yasgui/build/yasgui.min.js ui/node_modules/@zazuko/yasgui/build/yasgui.min.css "$vendor/yasgui/"
+  cp ui/node_modules/@zazuko/yasgui/LICENSE "$vendor/yasgui/" 2>/dev/null || true
+  cp ui/node_modules/vis-timeline/standalone/umd/vis-timeline-graph2d.min.js \
+     ui/node_modules/vis-timeline/styles/vis-timeline-graph2d.min.css "$vendor/vis-timeline/"
+  cp ui/node_modules/vis-timeline/LICENSE* "$vendor/vis-timeline/" 2>/dev/null || true
+  touch "$stamp"
+}
+ensure_ui_assets
+
 if [ ! -x .venv/bin/python ] || ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
   "$python" -m venv --clear .venv  # (again, if an earlier attempt left it without pip)
 fi

@@ -101,10 +101,18 @@ class KnowledgeBase:
     # ------------------------------------------------------------------ reads
 
     def query(
-        self, text: str, *, choose: Callable[[QueryForm], str], base_iri: str | None, dataset: Dataset | None
+        self,
+        text: str,
+        *,
+        choose: Callable[[QueryForm], str],
+        base_iri: str | None,
+        dataset: Dataset | None,
+        union_default_graph: bool = False,
     ) -> tuple[str, bytes]:
         """A SPARQL query as the protocol runs it: (media type, serialised result)."""
-        return sparql_service.run_query(self._store, text, choose=choose, base_iri=base_iri, dataset=dataset)
+        return sparql_service.run_query(
+            self._store, text, choose=choose, base_iri=base_iri, dataset=dataset, union=union_default_graph
+        )
 
     def graph_exists(self, graph: GraphName) -> bool:
         return sparql_service.graph_exists(self._store, graph)

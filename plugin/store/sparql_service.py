@@ -125,15 +125,18 @@ def run_query(
     choose: Callable[[QueryForm], str],
     base_iri: str | None,
     dataset: Dataset | None = None,
+    union: bool = False,
 ) -> tuple[str, bytes]:
     """Run a query (its text as the client sent it) and serialise the whole result before
     returning: (media type, body). `choose` gets the form of the answer and returns one of
-    its OFFERS (or raises, e.g. when nothing is acceptable).
+    its OFFERS (or raises, e.g. when nothing is acceptable). `union`: without a protocol
+    dataset, the default graph is the union of all graphs (Oxigraph's `--union-default-graph`;
+    a FROM in the text still decides).
 
     pyoxigraph's results are lazy and "unsendable" (they must be dropped by the thread that made
     them), so every error is turned into a RsepError here, raised after the result is
     dropped: no traceback carries the result to another thread."""
-    result = _evaluate(store, text, base_iri, dataset)
+    result = _evaluate(store, text, base_iri, dataset, union)
     failure: RsepError | None = None
     try:
         media_type = choose(_form(result))
@@ -164,13 +167,13 @@ def run_update(store: ox.Store, text: str, *, base_iri: str | None) -> None:
 
 
 def _evaluate(
-    store: ox.Store, text: str, base_iri: str | None, dataset: Dataset | None
+    store: ox.Store, text: str, base_iri: str | None, dataset: Dataset | None, union: bool = False
 ) -> ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples:
     """Parse the query and start it: SELECT and CONSTRUCT evaluate lazily, ASK here."""
     failure: RsepError
     try:
         if dataset is None:
-            return store.query(text, base_iri=base_iri)
+            return store.query(text, base_iri=base_iri, use_default_graph_as_union=union)
         # both are given, so that a dataset of named graphs only has an empty default graph
         return store.query(
             text,

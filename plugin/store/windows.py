@@ -30,7 +30,8 @@ write on the endpoint), before the next evaluation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -54,7 +55,7 @@ from rsep.plugin.windows.window_plan import (
     entailed_graph,
     evaluation_query,
 )
-from rsep.plugin.windows.window_replay import Answer, StreamItem, WindowReplay
+from rsep.plugin.windows.window_replay import Answer, Evaluation, StreamItem, WindowReplay
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 Graph = ox.NamedNode | ox.BlankNode | ox.DefaultGraph
@@ -322,7 +323,38 @@ def replay_window_events(
     """The replay over events already read, per stream IRI (event files, and the graph events of
     C-SPARQL `REGISTER STREAM` rules); `until` as for `WindowReplay.run`, `scope` names the query
     in its CONSTRUCT results' blank nodes (rsep.plugin.windows.construct)."""
+    replay = stream_window_events(plan, kb, streams, until, scope)
+    return replay.collect(list(replay.evaluations))
+
+
+@dataclass
+class WindowStream:
+    """A window query's replay whose evaluations come as they are computed (`rsep run` prints each
+    one then), with what printing them needs."""
+
+    plan: WindowPlan
+    evaluator: OxigraphWindows
+    evaluations: Iterator[Evaluation]
+    numeric: bool
+
+    def variables(self) -> tuple[str, ...]:
+        """The projected variables (for SELECT *, the ones Oxigraph reported so far)."""
+        return output_variables(self.plan, self.evaluator.variables)
+
+    def collect(self, evaluations: Sequence[Evaluation]) -> WindowRun:
+        """Evaluations of this replay as a `WindowRun` (all of them, or one to print)."""
+        return WindowRun(self.plan, tuple(evaluations), self.variables(), self.numeric)
+
+
+def stream_window_events(
+    plan: WindowPlan,
+    kb: KnowledgeBase,
+    streams: Mapping[str, Sequence[GraphEvent]],
+    until: int | None = None,
+    scope: str = "",
+) -> WindowStream:
+    """`replay_window_events`, its evaluations as they are computed."""
     evaluator = OxigraphWindows(plan, kb)
-    evaluations = WindowReplay(plan, evaluator, scope).run(streams, until)
+    evaluations = WindowReplay(plan, evaluator, scope).stream(streams, until)
     numeric = all(event.time.numeric for iri in plan.streams for event in streams.get(iri, ()))
-    return WindowRun(plan, tuple(evaluations), output_variables(plan, evaluator.variables), numeric)
+    return WindowStream(plan, evaluator, evaluations, numeric)

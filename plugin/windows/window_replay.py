@@ -138,15 +138,22 @@ class WindowReplay:
         IRI of the plan to its events. Under window close, `until` (ticks) extends the schedule
         to every close up to it, past the last close whose window holds an item (a REGISTER
         STREAM rule evaluates up to the run's last event, as a producer on the endpoint does)."""
+        return list(self.stream(streams, until))
+
+    def stream(
+        self, streams: Mapping[str, Sequence[GraphEvent]], until: int | None = None
+    ) -> Iterator[Evaluation]:
+        """`run`, each evaluation as soon as it is computed (`rsep run` prints it then)."""
         events = [event for iri in self.plan.streams for event in streams.get(iri, ())]
         if not events:
-            return []
+            return
         first = min(to_ticks(event.time.seconds) for event in events)
         per_stream = {iri: stream_items(streams.get(iri, ())) for iri in self.plan.streams}
         windows = [(spec.window, per_stream[spec.stream]) for spec in self.plan.windows]
         schedule = self._schedule(windows, events, first, until)
         self._last = None
-        return self.evaluate(schedule, windows, first)
+        for start, stop in schedule.segments():
+            yield from self._stretch(schedule.points(start, stop), windows, first)
 
     def evaluate(
         self, schedule: Schedule, windows: list[tuple[Window, StreamContent]], first: int

@@ -157,7 +157,8 @@ def test_parameters_are_checked_before_parsing(client: FlaskClient) -> None:
 
 
 def test_missing_query_is_400_naming_query(client: FlaskClient) -> None:
-    response = client.get("/sparql")
+    """(GET /sparql with no parameter at all is the service description.)"""
+    response = client.get("/sparql?default-graph-uri=http://example.org/g")
     assert response.status_code == 400
     assert response.get_data(as_text=True).startswith("query: missing")
 
@@ -513,3 +514,29 @@ def test_static_page_is_exempt_from_the_token(guarded: FlaskClient) -> None:
 
 def test_no_token_configured_means_no_check(client: FlaskClient) -> None:
     assert client.get("/sparql", query_string={"query": "ASK {}"}).status_code == 200
+
+
+# --------------------------------------------------------------------------- /query and /update
+
+
+def test_query_route_answers_queries(client: FlaskClient) -> None:
+    response = client.get("/query", query_string={"query": "ASK {}"}, headers={"Accept": "application/json"})
+    assert response.status_code == 200 and response.json == {"head": {}, "boolean": True}
+
+
+def test_query_route_refuses_an_update(client: FlaskClient) -> None:
+    response = client.post("/query", data={"update": "CLEAR ALL"})
+    assert response.status_code == 400
+    assert "/query takes a query, not an update" in response.get_data(as_text=True)
+    response = client.post("/query", data="CLEAR ALL", content_type="application/sparql-update")
+    assert response.status_code == 415
+
+
+def test_update_route_runs_updates_and_refuses_queries(client: FlaskClient) -> None:
+    update = "INSERT DATA { <http://a> <http://b> <http://c> }"
+    assert client.post("/update", data=update, content_type="application/sparql-update").status_code == 204
+    assert client.post("/update", data={"update": "CLEAR ALL"}).status_code == 204
+    response = client.post("/update", data={"query": "ASK {}"})
+    assert response.status_code == 400
+    assert "/update takes an update, not a query" in response.get_data(as_text=True)
+    assert client.post("/update", data="ASK {}", content_type="application/sparql-query").status_code == 415

@@ -124,3 +124,14 @@ def test_serve_takes_its_engine_and_heartbeat_from_the_environment(tmp_path) -> 
         assert any(folder.glob("*.ckpt")) and not (folder / "spark").exists()
     finally:
         assert server.terminate() == 0
+
+
+def test_switches_are_flags_without_a_value_or_boolean_variables() -> None:
+    assert configuration(serve_options("--cors", "--union-default-graph"), {}) == {
+        "RSEP_CORS": True,
+        "RSEP_UNION_DEFAULT_GRAPH": True,
+    }
+    environ = {"RSEP_CORS": "true", "RSEP_UNION_DEFAULT_GRAPH": "0"}
+    assert configuration(serve_options(), environ) == {"RSEP_CORS": True, "RSEP_UNION_DEFAULT_GRAPH": False}
+    with pytest.raises(ValueError, match="RSEP_CORS: expected true or false, got 'maybe'"):
+        configuration(serve_options(), {"RSEP_CORS": "maybe"})
