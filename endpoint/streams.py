@@ -20,7 +20,6 @@ number is unique, and a request that fails stores nothing.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 
 from flask import Blueprint, Flask, Response, jsonify, request
 
@@ -52,7 +51,7 @@ def ingest() -> tuple[Response, int]:
         _not_produced(service, stream)
         log = service.log
         first = log.next_position
-        arrival = arrival_time(log.last_time)
+        arrival = arrival_time(log.newest)
         try:
             events = parse_events(data, fmt, stream, source="body", scope=f"r{first}", default_time=arrival)
             appended = service.producers.append(events)
@@ -111,13 +110,14 @@ def _stream() -> str:
     return stream
 
 
-def arrival_time(last: float | None) -> Timestamp:
-    """Now, or the newest accepted time if that is later (clocks differ)."""
+def arrival_time(newest: Timestamp | None) -> Timestamp:
+    """Now, or the newest accepted xsd:dateTime if that is later (clocks differ), as it was
+    written: no conversion of the log's times that could fail (a number, epoch milliseconds or
+    abstract units, leaves now, which ingest then refuses as the other kind of time)."""
     now = Timestamp.now()
-    if last is None or last <= now.seconds:
+    if newest is None or newest.numeric or newest.seconds <= now.seconds:
         return now
-    moment = datetime.fromtimestamp(last, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-    return Timestamp(last, moment, False)
+    return newest
 
 
 def init_app(app: Flask) -> None:

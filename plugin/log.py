@@ -88,7 +88,7 @@ class EventLog:
         self.segment_size = segment_size
         self.directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._next, self._last_time, self._numeric = self._recover()
+        self._next, self._newest = self._recover()
 
     # ------------------------------------------------------------------ writing
 
@@ -98,12 +98,17 @@ class EventLog:
 
     @property
     def last_time(self) -> float | None:
-        return self._last_time
+        return None if self._newest is None else self._newest.seconds
+
+    @property
+    def newest(self) -> Timestamp | None:
+        """The timestamp of the newest event, None while the log is empty."""
+        return self._newest
 
     @property
     def numeric(self) -> bool | None:
         """Are the log's timestamps numbers (False: xsd:dateTimes)? None while it is empty."""
-        return self._numeric
+        return None if self._newest is None else self._newest.numeric
 
     def append(self, events: Sequence[GraphEvent]) -> range:
         """Append a request's events atomically; returns their positions."""
@@ -122,15 +127,14 @@ class EventLog:
             if created:
                 _fsync_directory(self.directory)
             self._next = first + len(events)
-            self._last_time = events[-1].time.seconds
-            self._numeric = events[-1].time.numeric
+            self._newest = events[-1].time
             return range(first, self._next)
 
     def check_order(self, events: Sequence[GraphEvent]) -> None:
         """Raise LateEventError unless `events` may follow the log's newest event, in order, and
         MixedTimeError unless their timestamps are all of the log's kind."""
-        last = self._last_time
-        numeric, first = self._numeric, None
+        last = self.last_time
+        numeric, first = self.numeric, None
         for event in events:
             if numeric is None:
                 numeric, first = event.time.numeric, event
@@ -178,12 +182,12 @@ class EventLog:
 
     # ------------------------------------------------------------------ recovery
 
-    def _recover(self) -> tuple[int, float | None, bool | None]:
+    def _recover(self) -> tuple[int, Timestamp | None]:
         """Cut a torn last line (an unacknowledged request) and find where to go on: the next
-        position, and the time and kind of time of the newest event."""
+        position, and the time of the newest event."""
         segments = self._segments()
         if not segments:
-            return 0, None, None
+            return 0, None
         _, path = segments[-1]
         _truncate_torn_tail(path)
         next_position, newest = segments[-1][0], None
@@ -196,9 +200,8 @@ class EventLog:
                 if batch:
                     newest = batch[-1]
         if newest is None:
-            return next_position, None, None
-        time = _decode(next_position - 1, newest).event.time
-        return next_position, time.seconds, time.numeric
+            return next_position, None
+        return next_position, _decode(next_position - 1, newest).event.time
 
 
 def _mixed(event: GraphEvent, first: GraphEvent | None) -> MixedTimeError:
