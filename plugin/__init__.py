@@ -30,6 +30,7 @@ _MODULES = {
         "NotFoundError",
         "RemoteFailure",
         "RsepError",
+        "StorageFailure",
         "Unrepresentable",
     ),
     "rsep.plugin.graph_events": ("GraphEvent", "Timestamp"),
@@ -152,6 +153,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.errors import (
         RsepError as RsepError,
+    )
+    from rsep.plugin.errors import (
+        StorageFailure as StorageFailure,
     )
     from rsep.plugin.errors import (
         Unrepresentable as Unrepresentable,
