@@ -14,7 +14,17 @@ from typing import Any
 
 from flask import Flask
 
-from rsep.endpoint import http_errors, queries, resources, sparql_protocol, store_protocol, streams, ui
+from rsep.endpoint import (
+    access,
+    http_errors,
+    queries,
+    resources,
+    sparql_protocol,
+    store_protocol,
+    streams,
+    ui,
+)
+from rsep.plugin import InvalidInput
 
 DEFAULTS: dict[str, Any] = {
     "RSEP_DATA_DIR": "rsep-data",
@@ -26,6 +36,9 @@ DEFAULTS: dict[str, Any] = {
     "RSEP_SSE_HEARTBEAT": 15.0,
     "RSEP_SPARK_TRIGGER_INTERVAL": 0.1,
     "RSEP_CHECKPOINT_LOCATION": None,
+    "RSEP_ACCESS": "same-origin",
+    "RSEP_ALLOWED_HOSTS": (),
+    "RSEP_BIND_HOST": None,
 }
 """The configuration keys and their defaults (docs/endpoint.md, "Configuration"); `rsep serve`
 sets them from the environment and its flags (`rsep.endpoint.settings`)."""
@@ -36,9 +49,12 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.config.update(DEFAULTS)
     if config:
         app.config.update(config)
+    if app.config["RSEP_ACCESS"] == "writes-token" and not app.config["RSEP_TOKEN"]:
+        raise InvalidInput("rsep: --access writes-token needs a token (--token or RSEP_TOKEN)")
     Path(app.config["RSEP_DATA_DIR"]).mkdir(parents=True, exist_ok=True)
     resources.init_app(app)
     http_errors.init_app(app)
+    access.init_app(app)
     sparql_protocol.init_app(app)
     store_protocol.init_app(app)
     streams.init_app(app)

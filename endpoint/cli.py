@@ -155,7 +155,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     began = time.monotonic()
     _log_to_stderr()
-    config = {"RSEP_DATA_DIR": str(args.data), **settings.configuration(args, os.environ)}
+    config = {"RSEP_DATA_DIR": str(args.data), "RSEP_BIND_HOST": args.host,
+              **settings.configuration(args, os.environ)}  # fmt: skip
     try:
         app = create_app(config)
     except OSError as error:  # e.g. the store is locked by another `rsep serve`

@@ -52,6 +52,23 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
+ACCESS_MODES = ("same-origin", "open", "writes-token", "read-only")
+"""The modes of `rsep.endpoint.access`."""
+
+
+def _access(text: str) -> str:
+    if text not in ACCESS_MODES:
+        raise InvalidInput(f"expected one of {', '.join(ACCESS_MODES)}, got {text!r}")
+    return text
+
+
+def _hosts(text: str) -> tuple[str, ...]:
+    hosts = tuple(host.strip() for host in text.split(",") if host.strip())
+    if not hosts:
+        raise InvalidInput("expected host names separated by commas, got nothing")
+    return hosts
+
+
 @dataclass(frozen=True, slots=True)
 class Setting:
     """A configuration key (= its environment variable) and its flag."""
@@ -70,6 +87,11 @@ SETTINGS = (
     Setting("RSEP_MASTER", "--master", _text, "URL", "Spark master URL (default local[*])"),
     Setting("RSEP_TOKEN", "--token", _text, "TOKEN",
             "require Authorization: Bearer TOKEN on every request but /"),
+    Setting("RSEP_ACCESS", "--access", _access, "|".join(ACCESS_MODES),
+            "who may write (docs/endpoint.md, Access): same-origin (default: writes from the "
+            "endpoint's page and non-browser clients), open, writes-token, read-only"),
+    Setting("RSEP_ALLOWED_HOSTS", "--allowed-host", _hosts, "NAME[,NAME...]",
+            "Host names served besides localhost, IP addresses and --host (* for any)"),
     Setting("RSEP_CHECKPOINT_INTERVAL", "--checkpoint-interval", _seconds, "SECONDS",
             "seconds between checkpoints of in-process queries (window queries too), 0 after every "
             "batch (default 1)"),
