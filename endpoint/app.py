@@ -39,6 +39,7 @@ DEFAULTS: dict[str, Any] = {
     "RSEP_ACCESS": "same-origin",
     "RSEP_ALLOWED_HOSTS": (),
     "RSEP_BIND_HOST": None,
+    "RSEP_ALLOW_REMOTE": (),
 }
 """The configuration keys and their defaults (docs/endpoint.md, "Configuration"); `rsep serve`
 sets them from the environment and its flags (`rsep.endpoint.settings`)."""

@@ -92,6 +92,8 @@ SETTINGS = (
             "endpoint's page and non-browser clients), open, writes-token, read-only"),
     Setting("RSEP_ALLOWED_HOSTS", "--allowed-host", _hosts, "NAME[,NAME...]",
             "Host names served besides localhost, IP addresses and --host (* for any)"),
+    Setting("RSEP_ALLOW_REMOTE", "--allow-remote", _hosts, "HOST[,HOST...]",
+            "hosts SERVICE and LOAD may fetch from over http(s) (default none; * for any)"),
     Setting("RSEP_CHECKPOINT_INTERVAL", "--checkpoint-interval", _seconds, "SECONDS",
             "seconds between checkpoints of in-process queries (window queries too), 0 after every "
             "batch (default 1)"),

@@ -34,6 +34,7 @@ _MODULES = {
         "Unrepresentable",
     ),
     "rsep.plugin.graph_events": ("GraphEvent", "Timestamp"),
+    "rsep.plugin.store.remote": ("RemoteRefused", "allow_remote"),
     "rsep.plugin.log": ("EventLog", "LateEventError", "LogRecord", "MixedTimeError"),
     "rsep.plugin.nfa.runtime": ("Match",),
     "rsep.plugin.numbering": ("NumberedEvent", "number_events", "number_stream"),
@@ -312,6 +313,12 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.store.rdfio import (
         timestamp_position as timestamp_position,
+    )
+    from rsep.plugin.store.remote import (
+        RemoteRefused as RemoteRefused,
+    )
+    from rsep.plugin.store.remote import (
+        allow_remote as allow_remote,
     )
     from rsep.plugin.store.sparql_service import (
         DATASET_MEDIA_TYPES as DATASET_MEDIA_TYPES,

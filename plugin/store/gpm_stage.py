@@ -25,6 +25,7 @@ from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.nfa.automaton import Atom, DisjunctionAtom, GpmAtom
 from rsep.plugin.store.kb import BackgroundSnapshot, KnowledgeBase, solutions
 from rsep.plugin.store.rdfio import batch_nquads
+from rsep.plugin.store.remote import check_remote
 
 __all__ = ["Background", "BackgroundSnapshot", "GpmEvaluator", "GpmStats"]
 """(`BackgroundSnapshot` is also named here: Spark snapshots pickled by older rsep name this module.)"""
@@ -128,6 +129,7 @@ class GpmEvaluator:
         return store
 
     def _match(self, plan: GpmPlan, store: ox.Store) -> list[Row]:
+        check_remote(plan.event_query)
         rows = [_row(m) for m in solutions(store.query(plan.event_query))]
         if plan.kb_query is not None:
             rows = _hash_join(rows, self._background_rows(plan), plan.join_vars)

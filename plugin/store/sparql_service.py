@@ -23,6 +23,7 @@ from typing import Literal
 import pyoxigraph as ox
 
 from rsep.plugin.errors import InvalidInput, RemoteFailure, RsepError, Unrepresentable
+from rsep.plugin.store.remote import check_remote
 
 GraphName = str | None
 """A graph of the store: a named graph's IRI, or None for the default graph."""
@@ -151,6 +152,7 @@ def run_query(
 
 def run_update(store: ox.Store, text: str, *, base_iri: str | None) -> None:
     """Run a SPARQL update; Oxigraph applies it in one transaction."""
+    check_remote(text, base_iri=base_iri, source="update")
     failure: RsepError | None = None
     with _write_lock:
         try:
@@ -167,6 +169,7 @@ def _evaluate(
     store: ox.Store, text: str, base_iri: str | None, dataset: Dataset | None
 ) -> ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples:
     """Parse the query and start it: SELECT and CONSTRUCT evaluate lazily, ASK here."""
+    check_remote(text, base_iri=base_iri, source="query")
     failure: RsepError
     try:
         if dataset is None:
