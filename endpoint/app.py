@@ -17,6 +17,7 @@ from flask import Flask
 from rsep.endpoint import (
     access,
     http_errors,
+    limits,
     queries,
     resources,
     sparql_protocol,
@@ -40,6 +41,10 @@ DEFAULTS: dict[str, Any] = {
     "RSEP_ALLOWED_HOSTS": (),
     "RSEP_BIND_HOST": None,
     "RSEP_ALLOW_REMOTE": (),
+    "RSEP_MAX_BODY": 64 * 2**20,
+    "RSEP_MAX_QUERY_SIZE": 2**20,
+    "RSEP_MAX_LITERAL": 4 * 2**20,
+    "RSEP_MAX_QUERIES": 1000,
 }
 """The configuration keys and their defaults (docs/endpoint.md, "Configuration"); `rsep serve`
 sets them from the environment and its flags (`rsep.endpoint.settings`)."""
@@ -56,6 +61,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     resources.init_app(app)
     http_errors.init_app(app)
     access.init_app(app)
+    limits.init_app(app)
     sparql_protocol.init_app(app)
     store_protocol.init_app(app)
     streams.init_app(app)

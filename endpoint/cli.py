@@ -162,7 +162,8 @@ def _serve(args: argparse.Namespace) -> int:
     except OSError as error:  # e.g. the store is locked by another `rsep serve`
         raise InvalidInput(f"rsep: cannot open the data directory {args.data}: {error}") from None
     try:
-        server = create_server(app, host=args.host, port=args.port, threads=SERVE_THREADS, ident="rsep")
+        server = create_server(app, host=args.host, port=args.port, threads=SERVE_THREADS, ident="rsep",
+                               max_request_body_size=app.config["RSEP_MAX_BODY"])  # fmt: skip
     except OSError as error:
         _shut_down(app)
         raise InvalidInput(

@@ -18,6 +18,7 @@ from flask import Blueprint, Flask, Response, jsonify, request, url_for
 from rsep.compiler import compile_text
 from rsep.endpoint.engines import Streaming, streaming
 from rsep.endpoint.http_errors import BadRequest, NotFound, UnsupportedMediaType
+from rsep.endpoint.limits import check_query_count, check_text_size
 from rsep.endpoint.parameters import FORM, parameters, single
 from rsep.grammar import DIALECTS
 from rsep.plugin import (
@@ -54,6 +55,8 @@ def register_text(text: str, options: dict[str, str]) -> tuple[Response, int, di
     """Compile and register a continuous query (POST /queries, and a C-SPARQL `REGISTER`
     posted to /sparql): 201 with its Location, or a 400 before anything is stored."""
     service = streaming()
+    check_text_size(text, "query")
+    check_query_count(len(service.registry.all()))
     start = _start(service)
     try:
         plan = compile_text(

@@ -69,6 +69,32 @@ def _hosts(text: str) -> tuple[str, ...]:
     return hosts
 
 
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def _bytes(text: str) -> int:
+    """A size: bytes, or with K, M or G (binary: 64M is 64 MiB)."""
+    number = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = number[-1:] if number[-1:] in ("K", "M", "G") else ""
+    try:
+        value = int(float(number.removesuffix(unit)) * _UNITS[unit])
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise InvalidInput(f"expected a size in bytes above 0 (e.g. 65536, 64K, 64M), got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise InvalidInput(f"expected a whole number above 0, got {text!r}")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Setting:
     """A configuration key (= its environment variable) and its flag."""
@@ -94,6 +120,14 @@ SETTINGS = (
             "Host names served besides localhost, IP addresses and --host (* for any)"),
     Setting("RSEP_ALLOW_REMOTE", "--allow-remote", _hosts, "HOST[,HOST...]",
             "hosts SERVICE and LOAD may fetch from over http(s) (default none; * for any)"),
+    Setting("RSEP_MAX_BODY", "--max-body", _bytes, "BYTES",
+            "largest request body, e.g. 64M (default 64M; 413 past it)"),
+    Setting("RSEP_MAX_QUERY_SIZE", "--max-query-size", _bytes, "BYTES",
+            "largest query or update text (default 1M; 413 past it)"),
+    Setting("RSEP_MAX_LITERAL", "--max-literal", _bytes, "BYTES",
+            "longest literal in an ingest or Graph Store payload (default 4M, at most 16M)"),
+    Setting("RSEP_MAX_QUERIES", "--max-queries", _count, "N",
+            "most continuous queries registered at once (default 1000)"),
     Setting("RSEP_CHECKPOINT_INTERVAL", "--checkpoint-interval", _seconds, "SECONDS",
             "seconds between checkpoints of in-process queries (window queries too), 0 after every "
             "batch (default 1)"),

@@ -20,6 +20,7 @@ from typing import Literal
 from flask import Blueprint, Flask, Response, make_response, request
 
 from rsep.endpoint.http_errors import BadRequest, UnsupportedMediaType, error_response
+from rsep.endpoint.limits import check_text_size
 from rsep.endpoint.negotiation import content_type, negotiate_request, parse_content_type
 from rsep.endpoint.parameters import FORM, Params, parameters
 from rsep.endpoint.queries import register_text, request_options
@@ -101,6 +102,7 @@ def _operation(params: Params, body: tuple[Kind, str] | None = None) -> Operatio
         kind, text = body
     else:
         kind, text = _text_parameter(params)
+    check_text_size(text, kind)
     return Operation(kind, text, _dataset(params, kind))
 
 

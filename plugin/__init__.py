@@ -35,6 +35,7 @@ _MODULES = {
     ),
     "rsep.plugin.graph_events": ("GraphEvent", "Timestamp"),
     "rsep.plugin.store.remote": ("RemoteRefused", "allow_remote"),
+    "rsep.plugin.store.literal_limit": ("limit_literals",),
     "rsep.plugin.log": ("EventLog", "LateEventError", "LogRecord", "MixedTimeError"),
     "rsep.plugin.nfa.runtime": ("Match",),
     "rsep.plugin.numbering": ("NumberedEvent", "number_events", "number_stream"),
@@ -286,6 +287,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.store.kb import (
         KnowledgeBase as KnowledgeBase,
+    )
+    from rsep.plugin.store.literal_limit import (
+        limit_literals as limit_literals,
     )
     from rsep.plugin.store.match_sink import (
         OxigraphMatchSink as OxigraphMatchSink,

@@ -23,6 +23,7 @@ from typing import Literal
 import pyoxigraph as ox
 
 from rsep.plugin.errors import InvalidInput, RemoteFailure, RsepError, Unrepresentable
+from rsep.plugin.store.literal_limit import bounded
 from rsep.plugin.store.remote import check_remote
 
 GraphName = str | None
@@ -336,15 +337,14 @@ def _extend(store: ox.Store, graph: GraphName, quads: list[ox.Quad]) -> None:
 
 def _parse(payload: Payload, *, base_iri: str | None, named_graphs: bool) -> list[ox.Quad]:
     try:
-        return list(
-            ox.parse(
-                payload.data,
-                _rdf_format(payload.media_type),
-                base_iri=base_iri,
-                without_named_graphs=not named_graphs,
-                rename_blank_nodes=True,
-            )
+        quads = ox.parse(
+            payload.data,
+            _rdf_format(payload.media_type),
+            base_iri=base_iri,
+            without_named_graphs=not named_graphs,
+            rename_blank_nodes=True,
         )
+        return list(bounded(quads, source="body"))
     except SyntaxError as error:
         raise _payload_error(error) from None
 
