@@ -24,6 +24,7 @@ from rsep.endpoint import (
     store_protocol,
     streams,
     ui,
+    workers,
 )
 from rsep.plugin import InvalidInput
 
@@ -45,6 +46,9 @@ DEFAULTS: dict[str, Any] = {
     "RSEP_MAX_QUERY_SIZE": 2**20,
     "RSEP_MAX_LITERAL": 4 * 2**20,
     "RSEP_MAX_QUERIES": 1000,
+    "RSEP_MAX_LISTENERS": 256,
+    "RSEP_MAX_RUNNING_QUERIES": 4,
+    "RSEP_QUERY_TIMEOUT": 30.0,
 }
 """The configuration keys and their defaults (docs/endpoint.md, "Configuration"); `rsep serve`
 sets them from the environment and its flags (`rsep.endpoint.settings`)."""
@@ -62,6 +66,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     http_errors.init_app(app)
     access.init_app(app)
     limits.init_app(app)
+    workers.init_app(app)
     sparql_protocol.init_app(app)
     store_protocol.init_app(app)
     streams.init_app(app)

@@ -128,6 +128,12 @@ SETTINGS = (
             "longest literal in an ingest or Graph Store payload (default 4M, at most 16M)"),
     Setting("RSEP_MAX_QUERIES", "--max-queries", _count, "N",
             "most continuous queries registered at once (default 1000)"),
+    Setting("RSEP_QUERY_TIMEOUT", "--query-timeout", _positive_seconds, "SECONDS",
+            "longest a SPARQL query's request waits for Oxigraph (default 30; 503 past it)"),
+    Setting("RSEP_MAX_RUNNING_QUERIES", "--max-running-queries", _count, "N",
+            "SPARQL queries evaluated at once (default 4; 503 past it)"),
+    Setting("RSEP_MAX_LISTENERS", "--max-listeners", _count, "N",
+            "event streams (SSE) open at once (default 256; 503 past it)"),
     Setting("RSEP_CHECKPOINT_INTERVAL", "--checkpoint-interval", _seconds, "SECONDS",
             "seconds between checkpoints of in-process queries (window queries too), 0 after every "
             "batch (default 1)"),

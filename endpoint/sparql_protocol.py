@@ -19,12 +19,13 @@ from typing import Literal
 
 from flask import Blueprint, Flask, Response, make_response, request
 
-from rsep.endpoint.http_errors import BadRequest, UnsupportedMediaType, error_response
+from rsep.endpoint.http_errors import ApiError, BadRequest, UnsupportedMediaType, error_response
 from rsep.endpoint.limits import check_text_size
 from rsep.endpoint.negotiation import content_type, negotiate_request, parse_content_type
 from rsep.endpoint.parameters import FORM, Params, parameters
 from rsep.endpoint.queries import register_text, request_options
 from rsep.endpoint.resources import resources
+from rsep.endpoint.workers import evaluate_query
 from rsep.grammar import SparqlSyntaxError, parse_event_query, parse_query, parse_update
 from rsep.grammar.dialects import event_syntax
 from rsep.grammar.parser import check_bounds
@@ -166,16 +167,26 @@ def run_query(operation: Operation) -> Response:
 def _answer_query(operation: Operation) -> Response:
     """Oxigraph's answer to the query (`QuerySyntaxError` if it does not read it either)."""
     labels: dict[str, str] = {}
+    chosen: dict[str, str | ApiError] = {}
+    for form, offers in OFFERS.items():  # negotiated here: the query runs on the query pool
+        try:
+            found = negotiate_request(offers)
+        except ApiError as error:
+            chosen[form] = error
+        else:
+            chosen[form], labels[found.offer] = found.offer, found.media_type
 
     def choose(form: QueryForm) -> str:
-        """The offer to serialise as; its Content-Type (the offer, or the alias the client
-        named) is kept in `labels`."""
-        chosen = negotiate_request(OFFERS[form])
-        labels[chosen.offer] = chosen.media_type
-        return chosen.offer
+        """The offer to serialise as (its Content-Type, the offer or the alias the client named,
+        is in `labels`)."""
+        offer = chosen[form]
+        if isinstance(offer, ApiError):
+            raise offer
+        return offer
 
-    media_type, body = resources().kb.query(
-        operation.text, choose=choose, base_iri=request.base_url, dataset=operation.dataset
+    kb, base, dataset = resources().kb, request.base_url, operation.dataset
+    media_type, body = evaluate_query(
+        lambda: kb.query(operation.text, choose=choose, base_iri=base, dataset=dataset)
     )
     response = Response(body, content_type=content_type(labels[media_type]))
     response.vary.add("Accept")
