@@ -38,7 +38,7 @@ from rsep.plugin import (
 
 bp = Blueprint("streams", __name__)
 
-_ABSOLUTE_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s<>\"{}|\\^`]*$")
+_ABSOLUTE_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\x00-\x20\x7f<>\"{}|\\^`]*$")
 
 
 @bp.post("/streams")
@@ -99,7 +99,10 @@ def _format() -> str:
 
 
 def _stream() -> str:
-    stream = request.args.get("stream")
+    given = request.args.getlist("stream")
+    if len(given) > 1:
+        raise BadRequest(f"given {len(given)} times; a request posts to one stream", parameter="stream")
+    stream = given[0] if given else None
     if not stream:
         raise BadRequest("missing: the IRI of the stream the events belong to", parameter="stream")
     stream = stream.strip()

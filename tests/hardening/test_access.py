@@ -12,6 +12,8 @@ from flask.testing import FlaskClient
 from rsep.endpoint.app import create_app
 from rsep.plugin import InvalidInput
 from tests.support.servers import Server, http_exchange
+from tests.support.streaming_endpoint import config as streaming_config
+from tests.support.streaming_endpoint import shut_down
 
 FORM = "application/x-www-form-urlencoded"
 INSERT = "update=INSERT+DATA+%7B+%3Curn%3Aa%3E+%3Curn%3Ab%3E+%3Curn%3Ac%3E+%7D"
@@ -97,3 +99,20 @@ def test_a_cross_origin_drop_all_is_refused_by_rsep_serve(server: Server) -> Non
     assert status == 200 and "true" in body
     status, body = http_exchange(server, "GET", "/sparql?query=ASK%7B%7D", headers={"Host": "evil.example"})
     assert status == 400, body
+
+
+def test_the_stream_parameter_is_one_iri_without_control_characters(tmp_path: Path) -> None:
+    """A NUL in `?stream=` was accepted, and a repeated `?stream=` silently ignored."""
+    app = create_app(streaming_config(tmp_path / "streaming"))
+    try:
+        web = app.test_client()
+        body = b'<urn:e> <urn:p> "1" <urn:e> .\n'
+        for query in ("stream=http://example.org/s%00", "stream=http://example.org/a&stream=http://example.org/b",
+                      "stream=http://example.org/%01x"):  # fmt: skip
+            answer = web.post(f"/streams?{query}", data=body, content_type="application/n-quads")
+            assert answer.status_code == 400, query
+            assert answer.get_data(as_text=True).startswith("stream: ")
+        assert web.post("/streams?stream=http://example.org/s", data=body,
+                        content_type="application/n-quads").status_code == 202  # fmt: skip
+    finally:
+        shut_down(app)
