@@ -23,10 +23,13 @@ ENGINE_NAMES = ("spark", "inprocess")
 """The names of `rsep.endpoint.engines.ENGINES` (a test holds them equal)."""
 
 
-def _engine(text: str) -> str:
-    if text not in ENGINE_NAMES:
-        raise InvalidInput(f"expected one of {', '.join(ENGINE_NAMES)}, got {text!r}")
-    return text
+def _one_of(names: tuple[str, ...]) -> Callable[[str], str]:
+    def choose(text: str) -> str:
+        if text not in names:
+            raise InvalidInput(f"expected one of {', '.join(names)}, got {text!r}")
+        return text
+
+    return choose
 
 
 def _text(text: str) -> str:
@@ -54,12 +57,6 @@ def _positive_seconds(text: str) -> float:
 
 ACCESS_MODES = ("same-origin", "open", "writes-token", "read-only")
 """The modes of `rsep.endpoint.access`."""
-
-
-def _access(text: str) -> str:
-    if text not in ACCESS_MODES:
-        raise InvalidInput(f"expected one of {', '.join(ACCESS_MODES)}, got {text!r}")
-    return text
 
 
 def _hosts(text: str) -> tuple[str, ...]:
@@ -107,13 +104,13 @@ class Setting:
 
 
 SETTINGS = (
-    Setting("RSEP_ENGINE", "--engine", _engine, "|".join(ENGINE_NAMES),
+    Setting("RSEP_ENGINE", "--engine", _one_of(ENGINE_NAMES), "|".join(ENGINE_NAMES),
             "spark (default): continuous queries on Spark Structured Streaming; inprocess: the same "
             "runtime without Spark"),
     Setting("RSEP_MASTER", "--master", _text, "URL", "Spark master URL (default local[*])"),
     Setting("RSEP_TOKEN", "--token", _text, "TOKEN",
             "require Authorization: Bearer TOKEN on every request but /"),
-    Setting("RSEP_ACCESS", "--access", _access, "|".join(ACCESS_MODES),
+    Setting("RSEP_ACCESS", "--access", _one_of(ACCESS_MODES), "|".join(ACCESS_MODES),
             "who may write (docs/endpoint.md, Access): same-origin (default: writes from the "
             "endpoint's page and non-browser clients), open, writes-token, read-only"),
     Setting("RSEP_ALLOWED_HOSTS", "--allowed-host", _hosts, "NAME[,NAME...]",
