@@ -72,3 +72,13 @@ def test_large_query_within_bounds_is_answered(server: Server) -> None:
     assert status == 200 and body.count('"uri"') == 5000
     status, body = http_exchange(server, "POST", "/sparql", text[:-1].encode(), SPARQL_QUERY)
     assert status == 400 and body.startswith("query:1:"), body
+
+
+def test_a_sequence_within_the_bounds_but_too_long_to_plan_is_400(server: Server) -> None:
+    """990 atoms pass the parser's bounds; the NFA compiler's recursion did not (a 500)."""
+    names = [f"A{i}" for i in range(990)]
+    gpms = " ".join(f"DEFINE GPM {name} ON S1 {{ ?k <urn:p{i}> ?v{i} }}" for i, name in enumerate(names))
+    text = f"SELECT ?k FROM STREAM S1 <http://example.org/s> WHERE {{ SEQ ({'; '.join(names)}) {gpms} }}"
+    status, body = http_exchange(server, "POST", "/queries", text.encode(), SPARQL_QUERY)
+    assert status == 400 and "too large to compile" in body, body
+    assert server.process.poll() is None
