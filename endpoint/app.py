@@ -15,8 +15,10 @@ from typing import Any
 from flask import Flask
 
 from rsep.endpoint import (
+    access,
     cors,
     http_errors,
+    limits,
     merged_ingest,
     monitoring,
     queries,
@@ -27,7 +29,9 @@ from rsep.endpoint import (
     streams,
     ui,
     workbench,
+    workers,
 )
+from rsep.plugin import InvalidInput
 
 DEFAULTS: dict[str, Any] = {
     "RSEP_DATA_DIR": "rsep-data",
@@ -41,6 +45,17 @@ DEFAULTS: dict[str, Any] = {
     "RSEP_CHECKPOINT_LOCATION": None,
     "RSEP_CORS": False,
     "RSEP_UNION_DEFAULT_GRAPH": False,
+    "RSEP_ACCESS": "same-origin",
+    "RSEP_ALLOWED_HOSTS": (),
+    "RSEP_BIND_HOST": None,
+    "RSEP_ALLOW_REMOTE": (),
+    "RSEP_MAX_BODY": 64 * 2**20,
+    "RSEP_MAX_QUERY_SIZE": 2**20,
+    "RSEP_MAX_LITERAL": 4 * 2**20,
+    "RSEP_MAX_QUERIES": 1000,
+    "RSEP_MAX_LISTENERS": 256,
+    "RSEP_MAX_RUNNING_QUERIES": 4,
+    "RSEP_QUERY_TIMEOUT": 30.0,
 }
 """The configuration keys and their defaults (docs/endpoint.md, "Configuration"); `rsep serve`
 sets them from the environment and its flags (`rsep.endpoint.settings`)."""
@@ -51,10 +66,15 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.config.update(DEFAULTS)
     if config:
         app.config.update(config)
+    if app.config["RSEP_ACCESS"] == "writes-token" and not app.config["RSEP_TOKEN"]:
+        raise InvalidInput("rsep: --access writes-token needs a token (--token or RSEP_TOKEN)")
     Path(app.config["RSEP_DATA_DIR"]).mkdir(parents=True, exist_ok=True)
     resources.init_app(app)
     cors.init_app(app)  # before the token check: a preflight carries no token
     http_errors.init_app(app)
+    access.init_app(app)
+    limits.init_app(app)
+    workers.init_app(app)
     sparql_protocol.init_app(app)
     store_protocol.init_app(app)
     streams.init_app(app)

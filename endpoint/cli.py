@@ -46,7 +46,9 @@ if TYPE_CHECKING:
 
 EXIT_FAILURE = 2
 QUIET_HELP = "no progress bar (there is one only when stdout and stderr are terminals)"
-SERVE_THREADS = 8
+CONNECTION_HEADROOM = 100
+"""Connections waitress accepts beyond its threads (its default limit, 100 in all, would turn
+away the 101st event-stream client while threads were free)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -215,16 +217,21 @@ def _serve(args: argparse.Namespace) -> int:
     from waitress.server import create_server  # the web stack only for `serve`
 
     from rsep.endpoint.app import create_app
+    from rsep.endpoint.workers import serve_threads
 
     began = time.monotonic()
     _log_to_stderr()
-    config = {"RSEP_DATA_DIR": str(args.data), **settings.configuration(args, os.environ)}
+    config = {"RSEP_DATA_DIR": str(args.data), "RSEP_BIND_HOST": args.host,
+              **settings.configuration(args, os.environ)}  # fmt: skip
     try:
         app = create_app(config)
     except OSError as error:  # e.g. the store is locked by another `rsep serve`
         raise InvalidInput(f"rsep: cannot open the data directory {args.data}: {error}") from None
     try:
-        server = create_server(app, host=args.host, port=args.port, threads=SERVE_THREADS, ident="rsep")
+        threads = serve_threads(app.config)
+        server = create_server(app, host=args.host, port=args.port, threads=threads, ident="rsep",
+                               max_request_body_size=app.config["RSEP_MAX_BODY"],
+                               connection_limit=threads + CONNECTION_HEADROOM)  # fmt: skip
     except OSError as error:
         _shut_down(app)
         raise InvalidInput(

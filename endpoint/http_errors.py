@@ -155,7 +155,8 @@ _QUERY_TOKEN_ENDPOINTS = frozenset({"queries.events"})
 
 def check_token() -> None:
     """With RSEP_TOKEN configured, every request but the static page at `/` (and static files)
-    needs `Authorization: Bearer <token>`."""
+    needs `Authorization: Bearer <token>` (called by `rsep.endpoint.access`, which decides
+    which requests the token guards)."""
     token = current_app.config.get("RSEP_TOKEN")
     if not token or request.path in _EXEMPT_PATHS or (request.endpoint or "").endswith("static"):
         return
@@ -172,4 +173,3 @@ def check_token() -> None:
 def init_app(app: Flask) -> None:
     for kind in (RsepError, HTTPException):
         app.register_error_handler(kind, handle)
-    app.before_request(check_token)

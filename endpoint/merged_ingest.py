@@ -43,7 +43,7 @@ def ingest_merged() -> tuple[Response, int]:
         for stream, _ in files:
             _not_produced(service, stream)
         first = service.log.next_position
-        arrival = arrival_time(service.log.last_time)
+        arrival = arrival_time(service.log.newest)
         events = merged(
             [_parse(stream, part, f"r{first}f{index}", arrival) for index, (stream, part) in enumerate(files)]
         )

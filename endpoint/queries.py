@@ -18,7 +18,9 @@ from flask import Blueprint, Flask, Response, jsonify, request, url_for
 from rsep.compiler import compile_text
 from rsep.endpoint.engines import Streaming, match_limit, streaming
 from rsep.endpoint.http_errors import BadRequest, NotFound, UnsupportedMediaType
+from rsep.endpoint.limits import check_query_count, check_text_size
 from rsep.endpoint.parameters import FORM, parameters, single
+from rsep.endpoint.workers import take_listener
 from rsep.grammar import DIALECTS
 from rsep.plugin import (
     FAILED,
@@ -54,6 +56,8 @@ def register_text(text: str, options: dict[str, str]) -> tuple[Response, int, di
     """Compile and register a continuous query (POST /queries, and a C-SPARQL `REGISTER`
     posted to /sparql): 201 with its Location, or a 400 before anything is stored."""
     service = streaming()
+    check_text_size(text, "query")
+    check_query_count(len(service.registry.all()))
     start = _start(service)
     try:
         plan = compile_text(
@@ -149,9 +153,16 @@ def delete(query_id: str) -> tuple[str, int]:
 def events(query_id: str) -> Response:
     service = streaming()
     query = _registered(service, query_id)
-    subscription = service.engine.listeners.subscribe(query.id)
+    give_back = take_listener()
+    try:
+        subscription = service.engine.listeners.subscribe(query.id)
+    except BaseException:
+        give_back()
+        raise
     stream = sse_stream(subscription, query.iri, service.heartbeat)
-    return Response(stream, status=200, content_type="text/event-stream", headers=SSE_HEADERS)
+    response = Response(stream, status=200, content_type="text/event-stream", headers=SSE_HEADERS)
+    response.call_on_close(give_back)
+    return response
 
 
 def sse_stream(subscription: Subscription, iri: str, heartbeat: float) -> Iterator[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from flask import Flask, current_app
 
-from rsep.plugin import KnowledgeBase, open_store
+from rsep.plugin import KnowledgeBase, allow_remote, open_store
 
 
 @dataclass
@@ -20,6 +20,7 @@ class Resources:
 
 def init_app(app: Flask) -> None:
     data_dir = Path(app.config["RSEP_DATA_DIR"])
+    allow_remote(app.config.get("RSEP_ALLOW_REMOTE") or ())  # SERVICE and LOAD: off by default
     app.extensions["rsep"] = Resources(data_dir, KnowledgeBase(open_store(data_dir / "store")))
 
 

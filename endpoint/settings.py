@@ -23,10 +23,13 @@ ENGINE_NAMES = ("spark", "inprocess")
 """The names of `rsep.endpoint.engines.ENGINES` (a test holds them equal)."""
 
 
-def _engine(text: str) -> str:
-    if text not in ENGINE_NAMES:
-        raise InvalidInput(f"expected one of {', '.join(ENGINE_NAMES)}, got {text!r}")
-    return text
+def _one_of(names: tuple[str, ...]) -> Callable[[str], str]:
+    def choose(text: str) -> str:
+        if text not in names:
+            raise InvalidInput(f"expected one of {', '.join(names)}, got {text!r}")
+        return text
+
+    return choose
 
 
 def _text(text: str) -> str:
@@ -59,6 +62,43 @@ def _boolean(text: str) -> bool:
     return value in ("1", "true", "yes", "on")
 
 
+ACCESS_MODES = ("same-origin", "open", "writes-token", "read-only")
+"""The modes of `rsep.endpoint.access`."""
+
+
+def _hosts(text: str) -> tuple[str, ...]:
+    hosts = tuple(host.strip() for host in text.split(",") if host.strip())
+    if not hosts:
+        raise InvalidInput("expected host names separated by commas, got nothing")
+    return hosts
+
+
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def _bytes(text: str) -> int:
+    """A size: bytes, or with K, M or G (binary: 64M is 64 MiB)."""
+    number = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = number[-1:] if number[-1:] in ("K", "M", "G") else ""
+    try:
+        value = int(float(number.removesuffix(unit)) * _UNITS[unit])
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise InvalidInput(f"expected a size in bytes above 0 (e.g. 65536, 64K, 64M), got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise InvalidInput(f"expected a whole number above 0, got {text!r}")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Setting:
     """A configuration key (= its environment variable) and its flag (a switch when `parse` is
@@ -72,12 +112,33 @@ class Setting:
 
 
 SETTINGS = (
-    Setting("RSEP_ENGINE", "--engine", _engine, "|".join(ENGINE_NAMES),
+    Setting("RSEP_ENGINE", "--engine", _one_of(ENGINE_NAMES), "|".join(ENGINE_NAMES),
             "spark (default): continuous queries on Spark Structured Streaming; inprocess: the same "
             "runtime without Spark"),
     Setting("RSEP_MASTER", "--master", _text, "URL", "Spark master URL (default local[*])"),
     Setting("RSEP_TOKEN", "--token", _text, "TOKEN",
             "require Authorization: Bearer TOKEN on every request but /"),
+    Setting("RSEP_ACCESS", "--access", _one_of(ACCESS_MODES), "|".join(ACCESS_MODES),
+            "who may write (docs/endpoint.md, Access): same-origin (default: writes from the "
+            "endpoint's page and non-browser clients), open, writes-token, read-only"),
+    Setting("RSEP_ALLOWED_HOSTS", "--allowed-host", _hosts, "NAME[,NAME...]",
+            "Host names served besides localhost, IP addresses and --host (* for any)"),
+    Setting("RSEP_ALLOW_REMOTE", "--allow-remote", _hosts, "HOST[,HOST...]",
+            "hosts SERVICE and LOAD may fetch from over http(s) (default none; * for any)"),
+    Setting("RSEP_MAX_BODY", "--max-body", _bytes, "BYTES",
+            "largest request body, e.g. 64M (default 64M; 413 past it)"),
+    Setting("RSEP_MAX_QUERY_SIZE", "--max-query-size", _bytes, "BYTES",
+            "largest query or update text (default 1M; 413 past it)"),
+    Setting("RSEP_MAX_LITERAL", "--max-literal", _bytes, "BYTES",
+            "longest literal in an ingest or Graph Store payload (default 4M, at most 16M)"),
+    Setting("RSEP_MAX_QUERIES", "--max-queries", _count, "N",
+            "most continuous queries registered at once (default 1000)"),
+    Setting("RSEP_QUERY_TIMEOUT", "--query-timeout", _positive_seconds, "SECONDS",
+            "longest a SPARQL query's request waits for Oxigraph (default 30; 503 past it)"),
+    Setting("RSEP_MAX_RUNNING_QUERIES", "--max-running-queries", _count, "N",
+            "SPARQL queries evaluated at once (default 4; 503 past it)"),
+    Setting("RSEP_MAX_LISTENERS", "--max-listeners", _count, "N",
+            "event streams (SSE) open at once (default 256; 503 past it)"),
     Setting("RSEP_CHECKPOINT_INTERVAL", "--checkpoint-interval", _seconds, "SECONDS",
             "seconds between checkpoints of in-process queries (window queries too), 0 after every "
             "batch (default 1)"),

@@ -3,11 +3,13 @@
 A request is checked in Fuseki's order: method (405, by the route), content type (415),
 parameters (400 naming the parameter), then the text (400 with line and column). Plain SPARQL is
 checked with our grammar first, for its positions and messages in a user's words, and Oxigraph
-then runs the text exactly as the client sent it. Text our grammar does not read goes to
-Oxigraph as well, unless it uses a dialect's event syntax (`event_query_or_plain`): Oxigraph reads
-more than SPARQL 1.1 (LATERAL, RDF 1.2 triple terms, ADJUST). What only Oxigraph rejects gets its
-error with its line and column, what neither reads ours (`rejection`). An event query posted
-here is recognised and answered by `_event_query_response`.
+then runs the text exactly as the client sent it (a text over `FULL_READ_SIZE` only has its
+nesting bounded first, `rsep.grammar.limits`, and is read by our grammar if Oxigraph rejects
+it). Text our grammar does not read goes to Oxigraph as well, unless it uses a dialect's event
+syntax (`event_query_or_plain`): Oxigraph reads more than SPARQL 1.1 (LATERAL, RDF 1.2 triple
+terms, ADJUST). What only Oxigraph rejects gets its error with its line and column, what neither
+reads ours (`rejection`). An event query posted here is recognised and answered by
+`_event_query_response`.
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ from typing import Literal
 from flask import Blueprint, Flask, Response, current_app, make_response, request
 
 from rsep.endpoint.description import description_response, wants_description
-from rsep.endpoint.http_errors import BadRequest, UnsupportedMediaType, error_response
+from rsep.endpoint.http_errors import ApiError, BadRequest, UnsupportedMediaType, error_response
+from rsep.endpoint.limits import check_text_size
 from rsep.endpoint.negotiation import content_type, negotiate_request, parse_content_type
 from rsep.endpoint.parameters import FORM, Params, parameters
 from rsep.endpoint.queries import register_text, request_options
 from rsep.endpoint.resources import resources
+from rsep.endpoint.workers import evaluate_query
 from rsep.grammar import SparqlSyntaxError, parse_event_query, parse_query, parse_update
 from rsep.grammar.dialects import event_syntax
+from rsep.grammar.parser import check_bounds
 from rsep.grammar.updates import with_using_clauses as add_using_clauses
 from rsep.plugin import OFFERS, Dataset, EventQuery, QueryForm, QuerySyntaxError, is_absolute_iri
 
@@ -36,6 +41,11 @@ QUERY_DATASET = ("default-graph-uri", "named-graph-uri")
 UPDATE_DATASET = ("using-graph-uri", "using-named-graph-uri")
 
 Kind = Literal["query", "update"]
+
+FULL_READ_SIZE = 64 * 1024
+"""Texts longer than this go to Oxigraph first, after the bounds check (`check_bounds`): rsep's
+grammar, some 50 times slower than Oxigraph's parser on large texts (bench/bench_parse.py),
+reads them only when Oxigraph does not (for its position and message, or event syntax)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +136,7 @@ def _operation(params: Params, body: tuple[Kind, str] | None = None) -> Operatio
         kind, text = body
     else:
         kind, text = _text_parameter(params)
+    check_text_size(text, kind)
     return Operation(kind, text, _dataset(params, kind))
 
 
@@ -166,34 +177,53 @@ def _dataset(params: Params, kind: Kind) -> Dataset | None:
 
 
 def run_query(operation: Operation) -> Response:
-    base = request.base_url
+    if len(operation.text) > FULL_READ_SIZE:
+        check_bounds(operation.text, source="query")
+        try:
+            return _answer_query(operation)
+        except QuerySyntaxError:
+            pass  # ours reads it, for its position and message, or its event syntax
     ours: SparqlSyntaxError | None = None
     try:
-        parse_query(operation.text, source="query", base_iri=base)
+        parse_query(operation.text, source="query", base_iri=request.base_url)
     except SparqlSyntaxError as error:
         response = _event_query_response(operation, error)
         if response is not None:
             return response
         ours = error
-    labels: dict[str, str] = {}
-
-    def choose(form: QueryForm) -> str:
-        """The offer to serialise as; its Content-Type (the offer, or the alias the client
-        named) is kept in `labels`."""
-        chosen = negotiate_request(OFFERS[form])
-        labels[chosen.offer] = chosen.media_type
-        return chosen.offer
-
     try:
-        media_type, body = resources().kb.query(
-            operation.text,
-            choose=choose,
-            base_iri=base,
-            dataset=operation.dataset,
-            union_default_graph=bool(current_app.config["RSEP_UNION_DEFAULT_GRAPH"]),
-        )
+        return _answer_query(operation)
     except QuerySyntaxError as theirs:
         raise rejection(ours, theirs) from None
+
+
+def _answer_query(operation: Operation) -> Response:
+    """Oxigraph's answer to the query (`QuerySyntaxError` if it does not read it either)."""
+    labels: dict[str, str] = {}
+    chosen: dict[str, str | ApiError] = {}
+    for form, offers in OFFERS.items():  # negotiated here: the query runs on the query pool
+        try:
+            found = negotiate_request(offers)
+        except ApiError as error:
+            chosen[form] = error
+        else:
+            chosen[form], labels[found.offer] = found.offer, found.media_type
+
+    def choose(form: QueryForm) -> str:
+        """The offer to serialise as (its Content-Type, the offer or the alias the client named,
+        is in `labels`)."""
+        offer = chosen[form]
+        if isinstance(offer, ApiError):
+            raise offer
+        return offer
+
+    kb, base, dataset = resources().kb, request.base_url, operation.dataset
+    union = bool(current_app.config["RSEP_UNION_DEFAULT_GRAPH"])  # read here: the query runs on the pool
+    media_type, body = evaluate_query(
+        lambda: kb.query(
+            operation.text, choose=choose, base_iri=base, dataset=dataset, union_default_graph=union
+        )
+    )
     response = Response(body, content_type=content_type(labels[media_type]))
     response.vary.add("Accept")
     return response
@@ -267,6 +297,12 @@ def _refuse_dataset(dataset: Dataset | None) -> None:
 def run_update(operation: Operation) -> Response:
     base = request.base_url
     text = operation.text
+    if len(text) > FULL_READ_SIZE and operation.dataset is None:
+        check_bounds(text, source="update")
+        try:
+            return _updated(text, base)
+        except QuerySyntaxError:
+            pass  # ours reads it, for its position and message
     try:
         parse_update(text, source="update", base_iri=base)
     except SparqlSyntaxError as error:
@@ -279,9 +315,13 @@ def run_update(operation: Operation) -> Response:
         if operation.dataset is not None:
             text = with_using_clauses(text, operation.dataset)
     try:
-        resources().kb.update(text, base_iri=base)
+        return _updated(text, base)
     except QuerySyntaxError as theirs:
         raise rejection(ours, theirs) from None
+
+
+def _updated(text: str, base: str) -> Response:
+    resources().kb.update(text, base_iri=base)
     response = Response(status=204)
     del response.headers["Content-Type"]  # no body, so no type
     return response

@@ -20,7 +20,6 @@ number is unique, and a request that fails stores nothing.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 
 from flask import Blueprint, Flask, Response, jsonify, request
 
@@ -39,7 +38,7 @@ from rsep.plugin import (
 
 bp = Blueprint("streams", __name__)
 
-_ABSOLUTE_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s<>\"{}|\\^`]*$")
+_ABSOLUTE_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\x00-\x20\x7f<>\"{}|\\^`]*$")
 
 
 @bp.post("/streams")
@@ -52,7 +51,7 @@ def ingest() -> tuple[Response, int]:
         _not_produced(service, stream)
         log = service.log
         first = log.next_position
-        arrival = arrival_time(log.last_time)
+        arrival = arrival_time(log.newest)
         try:
             events = parse_events(data, fmt, stream, source="body", scope=f"r{first}", default_time=arrival)
             appended = service.producers.append(events)
@@ -100,7 +99,10 @@ def _format() -> str:
 
 
 def _stream() -> str:
-    stream = request.args.get("stream")
+    given = request.args.getlist("stream")
+    if len(given) > 1:
+        raise BadRequest(f"given {len(given)} times; a request posts to one stream", parameter="stream")
+    stream = given[0] if given else None
     if not stream:
         raise BadRequest("missing: the IRI of the stream the events belong to", parameter="stream")
     stream = stream.strip()
@@ -111,13 +113,14 @@ def _stream() -> str:
     return stream
 
 
-def arrival_time(last: float | None) -> Timestamp:
-    """Now, or the newest accepted time if that is later (clocks differ)."""
+def arrival_time(newest: Timestamp | None) -> Timestamp:
+    """Now, or the newest accepted xsd:dateTime if that is later (clocks differ), as it was
+    written: no conversion of the log's times that could fail (a number, epoch milliseconds or
+    abstract units, leaves now, which ingest then refuses as the other kind of time)."""
     now = Timestamp.now()
-    if last is None or last <= now.seconds:
+    if newest is None or newest.numeric or newest.seconds <= now.seconds:
         return now
-    moment = datetime.fromtimestamp(last, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-    return Timestamp(last, moment, False)
+    return newest
 
 
 def init_app(app: Flask) -> None:

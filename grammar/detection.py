@@ -43,7 +43,14 @@ from lark import Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from rsep.grammar.dialect_spec import QUERY_START, DialectSpec, EventSyntax
-from rsep.grammar.parser import SparqlSyntaxError, get_parser, syntax_error, terminal_base, transform_tree
+from rsep.grammar.parser import (
+    SparqlSyntaxError,
+    check_bounds,
+    get_parser,
+    syntax_error,
+    terminal_base,
+    transform_tree,
+)
 from rsep.plugin.algebra.events import EventQuery
 
 Answer = EventQuery | SparqlSyntaxError | None
@@ -174,6 +181,7 @@ def detect(
     text: str, dialects: Iterable[DialectSpec], *, source: str = "<query>", base_iri: str | None = None
 ) -> Detection:
     """Read `text` with every dialect and choose its owner (the module docstring)."""
+    check_bounds(text, source=source)
     readings = [read(dialect, text) for dialect in dialects]
     strongest = max((r.claim for r in readings if r.claim is not None), default=None)
     if strongest is None:

@@ -19,7 +19,7 @@ from types import MappingProxyType
 from rsep.grammar import cqels, csparql, epsparql, spaseq
 from rsep.grammar.detection import answer, detect, read
 from rsep.grammar.dialect_spec import DialectSpec
-from rsep.grammar.parser import SparqlSyntaxError
+from rsep.grammar.parser import SparqlSyntaxError, check_bounds
 from rsep.plugin.algebra.events import EventQuery
 from rsep.plugin.errors import InvalidInput
 
@@ -51,6 +51,7 @@ def parse_event_query(
     """Parse an event query of the given dialect, or of the dialect whose event syntax it uses."""
     if dialect is not None and dialect not in DIALECTS:
         raise InvalidInput(f"unknown dialect {dialect!r} (known: {', '.join(DIALECTS)})")
+    check_bounds(text, source=source)
     if dialect is not None:
         found = answer(read(DIALECTS[dialect], text), source=source, base_iri=base_iri)
     else:

@@ -19,6 +19,7 @@ from lark.lexer import PatternStr, TerminalDef
 from lark.load_grammar import FromPackageLoader, PackageResource
 from lark.visitors import Transformer
 
+from rsep.grammar.limits import first_violation
 from rsep.grammar.sparql_transformer import SparqlTransformer, StaticSemanticsError, terminal_name
 from rsep.plugin.algebra.sparql import AGGREGATES, BUILTIN_ARITY, Query
 from rsep.plugin.errors import InvalidInput
@@ -57,6 +58,23 @@ def _rebuild_error(
     message: str, source: str, line: int, column: int, expected: list[str]
 ) -> SparqlSyntaxError:
     return SparqlSyntaxError(message, source=source, line=line, column=column, expected=expected)
+
+
+class QueryTooComplex(SparqlSyntaxError):
+    """A text that nests deeper, or chains longer, than rsep lets through to any parser
+    (`rsep.grammar.limits`): static, so it is never passed on to Oxigraph."""
+
+    static = True
+
+
+def check_bounds(text: str, *, source: str) -> None:
+    """Raise `QueryTooComplex` at the first place `text` passes a bound of `rsep.grammar.limits`."""
+    found = first_violation(text)
+    if found is not None:
+        offset, message = found
+        line = text.count("\n", 0, offset) + 1
+        column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+        raise QueryTooComplex(message, source=source, line=line, column=column)
 
 
 # --------------------------------------------------------------------------- building parsers
@@ -99,6 +117,7 @@ def parse_with(
 ) -> Any:
     """Parse `text` with a grammar of this package (its name, or a parser from `build_parser`) and
     transform the tree with a fresh transformer; lark and static-rule errors become `SparqlSyntaxError`."""
+    check_bounds(text, source=source)
     parser = get_parser(grammar, start) if isinstance(grammar, str) else grammar
     try:
         tree = parser.parse(text, start=start)

@@ -30,9 +30,12 @@ _MODULES = {
         "NotFoundError",
         "RemoteFailure",
         "RsepError",
+        "StorageFailure",
         "Unrepresentable",
     ),
     "rsep.plugin.graph_events": ("GraphEvent", "Timestamp"),
+    "rsep.plugin.store.remote": ("RemoteRefused", "allow_remote"),
+    "rsep.plugin.store.literal_limit": ("limit_literals",),
     "rsep.plugin.log": ("EventLog", "LateEventError", "LogRecord", "MixedTimeError"),
     "rsep.plugin.nfa.runtime": ("Match",),
     "rsep.plugin.numbering": ("NumberedEvent", "number_events", "number_stream"),
@@ -169,6 +172,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.errors import (
         RsepError as RsepError,
+    )
+    from rsep.plugin.errors import (
+        StorageFailure as StorageFailure,
     )
     from rsep.plugin.errors import (
         Unrepresentable as Unrepresentable,
@@ -308,6 +314,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     from rsep.plugin.store.kb import (
         KnowledgeBase as KnowledgeBase,
     )
+    from rsep.plugin.store.literal_limit import (
+        limit_literals as limit_literals,
+    )
     from rsep.plugin.store.match_sink import (
         OxigraphMatchSink as OxigraphMatchSink,
     )
@@ -334,6 +343,12 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.store.rdfio import (
         timestamp_position as timestamp_position,
+    )
+    from rsep.plugin.store.remote import (
+        RemoteRefused as RemoteRefused,
+    )
+    from rsep.plugin.store.remote import (
+        allow_remote as allow_remote,
     )
     from rsep.plugin.store.service_description import (
         ServiceDescription as ServiceDescription,

@@ -15,6 +15,7 @@ those keeps working.
 | `Unrepresentable`  | a valid answer has no form the client accepts            | 406  |
 | `RemoteFailure`    | a remote service the request names failed (SERVICE)      | 502  |
 | `EngineUnavailable`| the engine cannot run as configured (Spark, Java)        | 503  |
+| `StorageFailure`   | what a valid request asks could not be stored (disk full)| 507  |
 | `EngineFailure`    | the engine failed while serving a valid request          | 500  |
 
 `InternalError` is for conditions a caller handles itself (an expression's type error, a
@@ -85,6 +86,13 @@ class EngineUnavailable(RsepError, RuntimeError):
     """The engine cannot run as configured: no Java, a master Spark does not accept or reach."""
 
     http_status = 503
+
+
+class StorageFailure(RsepError, OSError):
+    """What a valid request asks could not be written (a full disk, an I/O error): nothing of
+    it is stored, and the request may be sent again once there is room."""
+
+    http_status = 507
 
 
 class EngineFailure(RsepError, RuntimeError):

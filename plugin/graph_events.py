@@ -104,9 +104,17 @@ def _datetime_seconds(lexical: str) -> float:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError as error:
-        raise TimestampError(f"{lexical!r} is not a valid xsd:dateTime") from error
+        raise TimestampError(
+            f"{lexical!r} is not a valid xsd:dateTime (rsep reads years 0001 to 9999)"
+        ) from error
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        raise TimestampError(
+            f"{lexical!r} is outside years 0001 to 9999 in UTC, the times rsep reads (docs/endpoint.md)"
+        ) from None
     return moment.timestamp()
 
 

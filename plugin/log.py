@@ -4,7 +4,10 @@ Every accepted event gets a position (0, 1, 2, ...) in one log shared by all
 streams. An ingest request is appended as ONE line (a JSON batch of its
 events) and fsynced before it is acknowledged, so a crash leaves either the
 whole request or none of it: a torn last line is a request that was never
-acknowledged, and opening the log cuts it off.
+acknowledged, and opening the log cuts it off (logged). An append that fails (a full disk) is
+cut back at once, so no record is ever glued onto a partial one, and raises `StorageFailure`
+(HTTP 507): nothing of the request is stored. A complete line that is not a record cannot be
+skipped (its events were acknowledged): `LogCorrupted` names the file and the byte offset.
 
 Events must arrive in timestamp order across all streams (equal timestamps
 allowed): rank numbering, which strict contiguity rests on (docs/semantics.md),
@@ -21,16 +24,18 @@ so that readers can seek to a position without scanning the whole history.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rsep.plugin.errors import InvalidInput
+from rsep.plugin.errors import EngineUnavailable, InvalidInput, StorageFailure
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 
 SEGMENT_SIZE = 50_000
+LOGGER = logging.getLogger("rsep.log")
 
 
 class LateEventError(InvalidInput):
@@ -44,6 +49,20 @@ class MixedTimeError(InvalidInput):
     def __init__(self, message: str, event: GraphEvent) -> None:
         super().__init__(message)
         self.event = event
+
+
+class LogCorrupted(EngineUnavailable):
+    """A complete record that cannot be read: the log cannot go on past it (the message names
+    the file and the byte offset)."""
+
+
+class AppendFailed(StorageFailure):
+    """An append that could not be written; `pending` is the cut back to the size before it
+    when that cut failed too (None: the log holds whole records only)."""
+
+    def __init__(self, message: str, pending: tuple[Path, int] | None) -> None:
+        super().__init__(message)
+        self.pending = pending
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +107,9 @@ class EventLog:
         self.segment_size = segment_size
         self.directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._next, self._last_time, self._numeric = self._recover()
+        self._failed: tuple[Path, int] | None = None
+        """A segment and the size to cut it back to, left by an append whose cut failed."""
+        self._next, self._newest = self._recover()
 
     # ------------------------------------------------------------------ writing
 
@@ -98,12 +119,17 @@ class EventLog:
 
     @property
     def last_time(self) -> float | None:
-        return self._last_time
+        return None if self._newest is None else self._newest.seconds
+
+    @property
+    def newest(self) -> Timestamp | None:
+        """The timestamp of the newest event, None while the log is empty."""
+        return self._newest
 
     @property
     def numeric(self) -> bool | None:
         """Are the log's timestamps numbers (False: xsd:dateTimes)? None while it is empty."""
-        return self._numeric
+        return None if self._newest is None else self._newest.numeric
 
     def append(self, events: Sequence[GraphEvent]) -> range:
         """Append a request's events atomically; returns their positions."""
@@ -115,22 +141,31 @@ class EventLog:
             line = json.dumps([first, [_encode(e) for e in events]], ensure_ascii=False) + "\n"
             path = self._segment_for_append(first)
             created = not path.exists()
-            with open(path, "a", encoding="utf-8") as handle:
-                handle.write(line)
-                handle.flush()
-                os.fsync(handle.fileno())
+            self._cut_failed_append()
+            try:
+                _append_record(path, line.encode("utf-8"))
+            except AppendFailed as error:
+                self._failed = error.pending
+                raise
             if created:
                 _fsync_directory(self.directory)
             self._next = first + len(events)
-            self._last_time = events[-1].time.seconds
-            self._numeric = events[-1].time.numeric
+            self._newest = events[-1].time
             return range(first, self._next)
+
+    def _cut_failed_append(self) -> None:
+        """Cut what a failed append left, if cutting it then failed too (StorageFailure while
+        that is still impossible: a record must never be glued onto a torn one)."""
+        if self._failed is not None:
+            path, size = self._failed
+            _cut(path, size)
+            self._failed = None
 
     def check_order(self, events: Sequence[GraphEvent]) -> None:
         """Raise LateEventError unless `events` may follow the log's newest event, in order, and
         MixedTimeError unless their timestamps are all of the log's kind."""
-        last = self._last_time
-        numeric, first = self._numeric, None
+        last = self.last_time
+        numeric, first = self.numeric, None
         for event in events:
             if numeric is None:
                 numeric, first = event.time.numeric, event
@@ -178,12 +213,12 @@ class EventLog:
 
     # ------------------------------------------------------------------ recovery
 
-    def _recover(self) -> tuple[int, float | None, bool | None]:
+    def _recover(self) -> tuple[int, Timestamp | None]:
         """Cut a torn last line (an unacknowledged request) and find where to go on: the next
-        position, and the time and kind of time of the newest event."""
+        position, and the time of the newest event."""
         segments = self._segments()
         if not segments:
-            return 0, None, None
+            return 0, None
         _, path = segments[-1]
         _truncate_torn_tail(path)
         next_position, newest = segments[-1][0], None
@@ -196,9 +231,8 @@ class EventLog:
                 if batch:
                     newest = batch[-1]
         if newest is None:
-            return next_position, None, None
-        time = _decode(next_position - 1, newest).event.time
-        return next_position, time.seconds, time.numeric
+            return next_position, None
+        return next_position, _decode(next_position - 1, newest).event.time
 
 
 def _mixed(event: GraphEvent, first: GraphEvent | None) -> MixedTimeError:
@@ -218,20 +252,77 @@ def _mixed(event: GraphEvent, first: GraphEvent | None) -> MixedTimeError:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, list[list[object]]]]:
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            if line.endswith("\n"):
-                first, batch = json.loads(line)
-                yield int(first), batch
+    """The records of a segment; a complete line that is not a record is an error naming the
+    file and the line's byte offset (never skipped: its events were acknowledged)."""
+    offset = 0
+    with open(path, "rb") as handle:
+        for raw in handle:
+            if raw.endswith(b"\n"):
+                try:
+                    first, batch = json.loads(raw)
+                    yield int(first), batch
+                except (ValueError, TypeError) as error:
+                    raise LogCorrupted(
+                        f"event log {path}, byte offset {offset}: not a log record ({error}); "
+                        "the log cannot be read past it: restore the file from a backup, or cut it "
+                        "at that offset to drop what follows"
+                    ) from None
+            offset += len(raw)
 
 
 def _truncate_torn_tail(path: Path) -> None:
+    """Cut a last line without its newline: a request whose append never completed (a crash or a
+    full disk), never acknowledged. Logged, with what was cut."""
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
+        keep = data.rfind(b"\n") + 1
+        _cut(path, keep)
+        LOGGER.warning(
+            "event log %s: cut a torn record of %d bytes at byte offset %d (a request that was never "
+            "acknowledged)", path, len(data) - keep, keep,
+        )  # fmt: skip
+
+
+def _append_record(path: Path, data: bytes) -> None:
+    """Append one record and fsync it; on failure, cut the file back to its size before, so the
+    log holds whole records only, and raise AppendFailed (with the cut still to make, when
+    that cut failed too: the next append makes it first)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        size = os.fstat(descriptor).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view) :]
+            os.fsync(descriptor)
+        except OSError as error:
+            pending: tuple[Path, int] | None = None
+            try:
+                _cut(path, size)
+            except StorageFailure:
+                pending = (path, size)
+            LOGGER.error("event log %s: append at byte offset %d failed: %s", path, size, error)
+            raise AppendFailed(
+                f"the event log could not store the request ({error.strerror or error}); nothing of "
+                "it was stored: send it again when the server has room",
+                pending,
+            ) from None
+    finally:
+        os.close(descriptor)
+
+
+def _cut(path: Path, size: int) -> None:
+    """Truncate a segment to `size` bytes, durably."""
+    try:
         with open(path, "r+b") as handle:
-            handle.truncate(data.rfind(b"\n") + 1)
+            handle.truncate(size)
             handle.flush()
             os.fsync(handle.fileno())
+    except OSError as error:
+        raise StorageFailure(
+            f"event log {path}: cannot cut a failed append back to byte offset {size} ({error}); "
+            "the log takes no writes until it can"
+        ) from None
 
 
 def _fsync_directory(directory: Path) -> None:

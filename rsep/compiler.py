@@ -103,3 +103,8 @@ def plan(query: EventQuery, *, source: str = "query") -> Plan:
         return query_plan
     except CompileError as error:
         raise error.located(source) from None
+    except RecursionError:  # a pattern within the parser's bounds, past the planner's recursion
+        raise CompileError(
+            "too large to compile: the event pattern nests or chains too many operators "
+            "(split it into smaller queries)"
+        ).located(source) from None

@@ -21,6 +21,7 @@ KINDS = (
     errors.RemoteFailure,
     errors.EngineUnavailable,
     errors.EngineFailure,
+    errors.StorageFailure,
     errors.InternalError,
 )
 
@@ -58,5 +59,5 @@ def test_no_two_error_classes_share_a_name():
 
 def test_each_kind_maps_to_its_own_status():
     statuses = [kind.http_status for kind in KINDS if kind is not errors.InternalError]
-    assert statuses == [400, 404, 406, 502, 503, 500]
+    assert statuses == [400, 404, 406, 502, 503, 500, 507]
     assert {kind.exit_status for kind in KINDS} == {2}

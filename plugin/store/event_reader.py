@@ -37,6 +37,7 @@ import pyoxigraph as ox
 from rsep.plugin.algebra.sparql import Literal
 from rsep.plugin.algebra.terms import nt_to_term
 from rsep.plugin.graph_events import GraphEvent, Timestamp, TimestampError
+from rsep.plugin.store.literal_limit import bounded
 from rsep.plugin.store.rdfio import (
     EVENT_FORMATS,
     MEDIA_TYPES,
@@ -98,7 +99,8 @@ def parse_events(
     rejected whole. Events without a timestamp get `default_time` when given (HTTP ingest stamps
     arrival time), and are an error otherwise."""
     try:
-        text = _nquads(ox.parse(data, MEDIA_TYPES[fmt] if isinstance(fmt, str) else fmt, base_iri=base_iri))
+        quads = ox.parse(data, MEDIA_TYPES[fmt] if isinstance(fmt, str) else fmt, base_iri=base_iri)
+        text = _nquads(bounded(quads, source=source))
     except SyntaxError as error:
         raise syntax_error(source, error) from None
     reader = _Assembler(stream, scope, source, lambda: data, None, default_time)

@@ -30,6 +30,7 @@ from rsep.plugin.nfa.automaton import Atom, DisjunctionAtom, GpmAtom
 from rsep.plugin.store.fast_gpm import FastStage, Matched, spliced
 from rsep.plugin.store.kb import BackgroundSnapshot, KnowledgeBase, solutions
 from rsep.plugin.store.rdfio import batch_nquads
+from rsep.plugin.store.remote import check_remote
 
 __all__ = ["Background", "BackgroundSnapshot", "GpmEvaluator", "GpmStats"]
 """(`BackgroundSnapshot` is also named here: Spark snapshots pickled by older rsep name this module.)"""
@@ -175,6 +176,7 @@ class GpmEvaluator:
         return store
 
     def _event_rows(self, plan: GpmPlan, store: ox.Store) -> list[Row]:
+        check_remote(plan.event_query)
         return [_row(m) for m in solutions(store.query(plan.event_query))]
 
     def _complete(self, plan: GpmPlan, rows: list[Row]) -> list[Row]:

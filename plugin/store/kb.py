@@ -22,6 +22,7 @@ from rsep.plugin.compile.entailment import SCHEMA_GRAPH, SCHEMA_PREDICATES
 from rsep.plugin.compile.gpm_plan import GpmPlan
 from rsep.plugin.store import sparql_service
 from rsep.plugin.store.rdfio import load_into
+from rsep.plugin.store.remote import check_remote
 from rsep.plugin.store.sparql_service import Dataset, GraphName, Payload, QueryForm
 
 
@@ -139,6 +140,7 @@ class KnowledgeBase:
         return cached[1]
 
     def select(self, query: str) -> list[dict[str, str]]:
+        check_remote(query)
         return solutions(self._store.query(query))
 
     def graph_quads(self, graph: str) -> list[ox.Quad]:

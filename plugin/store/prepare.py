@@ -18,6 +18,7 @@ from rsep.plugin.compile.gpm_plan import GpmPlan
 from rsep.plugin.compile.nfa_compiler import CompileError
 from rsep.plugin.compile.query_plan import QueryPlan
 from rsep.plugin.store.kb import KnowledgeBase
+from rsep.plugin.store.remote import check_remote
 from rsep.plugin.store.windows import OxigraphWindows, Results
 from rsep.plugin.windows.cep import Solution
 from rsep.plugin.windows.window_plan import WindowPlan
@@ -32,6 +33,7 @@ def check_plan(plan: QueryPlan) -> None:
     for gpm in plan.gpms:
         for query in _queries(gpm):
             try:
+                check_remote(query)
                 _drain(store.query(query))
             except _REFUSALS as error:
                 raise CompileError(f"GPM {gpm.name}: {_reason(error, 'GPM')}", gpm.position) from None

@@ -23,6 +23,8 @@ from typing import Literal
 import pyoxigraph as ox
 
 from rsep.plugin.errors import InvalidInput, RemoteFailure, RsepError, Unrepresentable
+from rsep.plugin.store.literal_limit import bounded
+from rsep.plugin.store.remote import check_remote
 
 GraphName = str | None
 """A graph of the store: a named graph's IRI, or None for the default graph."""
@@ -154,6 +156,7 @@ def run_query(
 
 def run_update(store: ox.Store, text: str, *, base_iri: str | None) -> None:
     """Run a SPARQL update; Oxigraph applies it in one transaction."""
+    check_remote(text, base_iri=base_iri, source="update")
     failure: RsepError | None = None
     with _write_lock:
         try:
@@ -170,6 +173,7 @@ def _evaluate(
     store: ox.Store, text: str, base_iri: str | None, dataset: Dataset | None, union: bool = False
 ) -> ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples:
     """Parse the query and start it: SELECT and CONSTRUCT evaluate lazily, ASK here."""
+    check_remote(text, base_iri=base_iri, source="query")
     failure: RsepError
     try:
         if dataset is None:
@@ -336,15 +340,14 @@ def _extend(store: ox.Store, graph: GraphName, quads: list[ox.Quad]) -> None:
 
 def _parse(payload: Payload, *, base_iri: str | None, named_graphs: bool) -> list[ox.Quad]:
     try:
-        return list(
-            ox.parse(
-                payload.data,
-                _rdf_format(payload.media_type),
-                base_iri=base_iri,
-                without_named_graphs=not named_graphs,
-                rename_blank_nodes=True,
-            )
+        quads = ox.parse(
+            payload.data,
+            _rdf_format(payload.media_type),
+            base_iri=base_iri,
+            without_named_graphs=not named_graphs,
+            rename_blank_nodes=True,
         )
+        return list(bounded(quads, source="body"))
     except SyntaxError as error:
         raise _payload_error(error) from None
 

@@ -43,6 +43,7 @@ from rsep.plugin.store.event_reader import read_event_file
 from rsep.plugin.store.gpm_stage import GpmEvaluator
 from rsep.plugin.store.kb import KnowledgeBase, solutions
 from rsep.plugin.store.path_tests import ScratchGraphs
+from rsep.plugin.store.remote import check_remote
 from rsep.plugin.vocabulary import MATCH_IRI_PREFIX, MATCHES_GRAPH
 from rsep.plugin.windows.cep import ClauseRunner, Solution, clause_answer, read_row, window_events
 from rsep.plugin.windows.output import WindowRun, output_variables
@@ -188,8 +189,10 @@ class OxigraphWindows:
         clauses' solutions `found` (CQELS-CEP) in its VALUES block."""
         self.scratch.refresh()
         functions = self._functions(contents) if self.plan.timestamps else None
+        text = evaluation_query(self.plan, found)
+        check_remote(text)
         return self.store.query(
-            evaluation_query(self.plan, found),
+            text,
             default_graph=self.default_graph,
             named_graphs=self.named_graphs,
             custom_functions=functions,

@@ -12,10 +12,13 @@ import http.server
 import json
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from flask import Flask
 from flask.testing import FlaskClient
 
+from rsep.endpoint.app import create_app
 from rsep.grammar import SparqlSyntaxError, parse_event_query, parse_query
 from rsep.grammar.dialects import event_syntax
 from tests.support.paths import REPO
@@ -184,6 +187,14 @@ def test_an_event_query_sent_as_an_update_points_to_queries(client: FlaskClient)
 
 
 # --------------------------------------------------------------------------- evaluation errors
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Flask:
+    """The endpoint's application with SERVICE allowed to any host (off by default:
+    tests/hardening/test_remote.py)."""
+    return create_app({"RSEP_DATA_DIR": str(tmp_path / "data"), "RSEP_START_STREAMING": False,
+                       "TESTING": True, "RSEP_ALLOW_REMOTE": ("*",)})  # fmt: skip
 
 
 @pytest.fixture

@@ -465,8 +465,12 @@ def test_using_clauses_go_where_the_parser_says() -> None:
     )
 
 
-def test_update_is_run_by_oxigraph_as_sent(client: FlaskClient) -> None:
-    """LOAD SILENT of an unreachable document is no error: the text reaches Oxigraph unchanged."""
+def test_update_is_run_by_oxigraph_as_sent(tmp_path: Path) -> None:
+    """LOAD SILENT of an unreachable document is no error: the text reaches Oxigraph unchanged
+    (with remote data allowed for the host: off by default, tests/hardening/test_remote.py)."""
+    config = {"RSEP_DATA_DIR": str(tmp_path), "RSEP_START_STREAMING": False, "TESTING": True,
+              "RSEP_ALLOW_REMOTE": ("localhost",)}  # fmt: skip
+    client = create_app(config).test_client()
     response = client.post("/sparql", data={"update": "LOAD SILENT <http://localhost:1/nothing.ttl>"})
     assert response.status_code == 204
 

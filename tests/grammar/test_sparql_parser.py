@@ -13,6 +13,7 @@ from typing import Any
 import lark
 import pytest
 
+from rsep.grammar.limits import MAX_CHAIN, MAX_DEPTH
 from rsep.grammar.parser import (
     SparqlSyntaxError,
     build_parser,
@@ -506,8 +507,9 @@ def test_limit_expects_an_integer() -> None:
 # --------------------------------------------------------------------------- size and speed
 
 
-def test_deeply_nested_groups_parse_without_recursion_error() -> None:
-    depth = 3000
+def test_nested_groups_up_to_the_bound_parse() -> None:
+    """As deep as rsep.grammar.limits lets through (deeper is tests/grammar/test_limits.py)."""
+    depth = MAX_DEPTH - 1
     pattern: Node = select("SELECT * WHERE " + "{ " * depth + "?s ?p ?o " + "} " * depth).where
     for _ in range(depth - 1):
         assert isinstance(pattern, GroupPattern)
@@ -515,11 +517,12 @@ def test_deeply_nested_groups_parse_without_recursion_error() -> None:
     assert pattern == GroupPattern((BGP((TriplePattern(Var("s"), Var("p"), Var("o")),)),))
 
 
-def test_long_or_chain_and_deep_parentheses_parse() -> None:
-    chain = " || ".join(f"?o = {i}" for i in range(3000))
+def test_long_or_chain_and_deep_parentheses_up_to_the_bound_parse() -> None:
+    chain = " || ".join(f"?o = {i}" for i in range(MAX_CHAIN // 3))
     (_, condition) = elements(f"?s ?p ?o FILTER({chain})")
     assert isinstance(condition, Filter) and isinstance(condition.expr, BinaryOp)
-    assert expression("(" * 2000 + "?o" + ")" * 2000) == Var("o")
+    depth = MAX_DEPTH - 10
+    assert expression("(" * depth + "?o" + ")" * depth) == Var("o")
 
 
 TYPICAL_QUERY = """PREFIX : <http://example.org/>

@@ -130,3 +130,20 @@ def detection_times(server: Server, query_iri: str) -> dict[str, int]:
 def rsep_command(*args: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "rsep.endpoint.cli", *args]
     return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+def http_exchange(
+    server: Server, method: str, path: str, body: bytes | None = None, content_type: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, str]:  # fmt: skip
+    """One request to the server, whatever its status: (status, body as text)."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    try:
+        sent = dict(headers or {})
+        if content_type:
+            sent["Content-Type"] = content_type
+        connection.request(method, path, body=body, headers=sent)
+        response = connection.getresponse()
+        return response.status, response.read().decode("utf-8", "replace")
+    finally:
+        connection.close()

@@ -1,0 +1,145 @@
+"""Capped shares of the server's threads for what can run long: SSE listeners and SPARQL
+queries (docs/endpoint.md, "Access and limits").
+
+Every request of `rsep serve` runs on one of waitress's threads, an event stream for as long as
+its client listens, a query for as long as Oxigraph evaluates it. With a fixed number of
+threads, eight listeners or eight runaway queries took them all and ingest stopped. So:
+
+- event streams take a listener slot (`--max-listeners`, default 256) and queries a query slot
+  (`--max-running-queries`, default 4); past either cap the answer is 503 at once, never a wait;
+- waitress gets `RESERVED_THREADS` more threads than both caps together (`serve_threads`), so
+  ingest, updates and every other route always find a free one;
+- a query is evaluated on a thread of its own (a daemon: a runaway query does not hold up the
+  process's exit) and its request waits at most `--query-timeout`
+  seconds (default 30): past it the answer is 503 and the request's thread is free. pyoxigraph
+  0.5 cannot interrupt an evaluation, so the query keeps its slot until Oxigraph returns: a
+  runaway query costs one slot of the cap, never a thread ingest needs.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from flask import Flask, current_app
+
+from rsep.endpoint.http_errors import ApiError
+
+RESERVED_THREADS = 8
+"""waitress threads beyond the listener and query caps: what ingest and the other routes use."""
+
+T = TypeVar("T")
+
+
+class ServiceUnavailable(ApiError):
+    status, title = 503, "Service Unavailable"
+
+    def __init__(self, message: str, *, retry_after: int = 1) -> None:
+        super().__init__(message, headers={"Retry-After": str(retry_after)})
+
+
+@dataclass
+class Slots:
+    """A cap on how many requests of one kind run at once; `take` never waits."""
+
+    limit: int
+    _used: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def take(self) -> bool:
+        with self._lock:
+            if self._used >= self.limit:
+                return False
+            self._used += 1
+            return True
+
+    def give(self) -> None:
+        with self._lock:
+            self._used -= 1
+
+    @property
+    def used(self) -> int:
+        return self._used
+
+
+@dataclass
+class Workers:
+    listeners: Slots
+    queries: Slots
+    timeout: float
+
+
+def workers() -> Workers:
+    found: Workers = current_app.extensions["rsep.workers"]
+    return found
+
+
+def take_listener() -> Callable[[], None]:
+    """A listener slot, or 503; returns the function that gives it back (once)."""
+    slots = workers().listeners
+    if not slots.take():
+        raise ServiceUnavailable(
+            f"{slots.limit} event streams are open, the most this server serves "
+            "(rsep serve --max-listeners): try again later",
+            retry_after=5,
+        )
+    given = threading.Event()
+
+    def give() -> None:
+        if not given.is_set():
+            given.set()
+            slots.give()
+
+    return give
+
+
+def evaluate_query(evaluate: Callable[[], T]) -> T:
+    """`evaluate()` (a whole query, result serialised: nothing of pyoxigraph's may cross
+    threads) on a thread of its own, within the query timeout; 503 if all query slots are taken or
+    the timeout passes."""
+    found = workers()
+    slots = found.queries
+    if not slots.take():
+        raise ServiceUnavailable(
+            f"{slots.limit} queries are running, the most this server runs at once "
+            "(rsep serve --max-running-queries): try again later"
+        )
+    future: Future[T] = Future()
+
+    def work() -> None:
+        try:
+            future.set_result(evaluate())
+        except BaseException as error:  # handed to the request, which raises it
+            future.set_exception(error)
+        finally:
+            slots.give()
+
+    try:
+        threading.Thread(target=work, name="rsep-query", daemon=True).start()
+    except BaseException:
+        slots.give()
+        raise
+    try:
+        return future.result(timeout=found.timeout)
+    except FutureTimeout:
+        raise ServiceUnavailable(
+            f"the query ran longer than {found.timeout:g} s (rsep serve --query-timeout); it keeps "
+            "its slot until Oxigraph finishes it"
+        ) from None
+
+
+def serve_threads(config: Mapping[str, Any]) -> int:
+    """waitress's threads for this configuration: both caps and `RESERVED_THREADS`."""
+    return RESERVED_THREADS + int(config["RSEP_MAX_LISTENERS"]) + int(config["RSEP_MAX_RUNNING_QUERIES"])
+
+
+def init_app(app: Flask) -> None:
+    app.extensions["rsep.workers"] = Workers(
+        Slots(int(app.config["RSEP_MAX_LISTENERS"])),
+        Slots(int(app.config["RSEP_MAX_RUNNING_QUERIES"])),
+        float(app.config["RSEP_QUERY_TIMEOUT"]),
+    )

@@ -1,0 +1,83 @@
+"""Time and concurrency limits (issue 15, item 4): event streams and SPARQL queries each have a
+capped share of `rsep serve`'s threads, so neither many listeners nor runaway queries stop
+ingest; past a cap, 503 at once; a query past --query-timeout is 503 and frees its request."""
+
+from __future__ import annotations
+
+import http.client
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.events import QUERIES
+from tests.support.servers import Server, http_exchange
+
+LISTENERS = 12
+SPARQL_QUERY = "application/sparql-query"
+VALUES = " ".join(str(i) for i in range(500))
+RUNAWAY = "SELECT (COUNT(*) AS ?n) WHERE { " + " ".join(f"VALUES ?{v} {{{VALUES}}}" for v in "abc") + " }"
+"""125 million solutions counted: seconds of Oxigraph's time on an empty store."""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    folder: Path = tmp_path_factory.mktemp("workers")
+    options = ("--engine", "inprocess", "--max-listeners", str(LISTENERS), "--max-running-queries", "2",
+               "--query-timeout", "1")  # fmt: skip
+    running = Server(folder / "data", folder / "server.log", options=options)
+    yield running
+    running.terminate()
+
+
+def _listen(server: Server, query_id: str) -> http.client.HTTPResponse:
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    connection.request("GET", f"/queries/{query_id}/events")
+    return connection.getresponse()
+
+
+def _query(server: Server, text: str) -> tuple[int, str]:
+    return http_exchange(server, "GET", "/sparql?" + urllib.parse.urlencode({"query": text}))
+
+
+def test_listeners_and_runaway_queries_leave_ingest_its_threads(server: Server) -> None:
+    status, body = http_exchange(
+        server, "POST", "/queries", QUERIES["any"].encode(), "application/sparql-query"
+    )
+    assert status == 201, body
+    query_id = body.split('"id":')[1].split('"')[1]
+    streams = [_listen(server, query_id) for _ in range(LISTENERS)]
+    assert all(stream.status == 200 for stream in streams)
+    refused = _listen(server, query_id)
+    assert refused.status == 503 and refused.getheader("Retry-After") == "5"
+    assert b"--max-listeners" in refused.read()
+
+    answers: list[tuple[int, str]] = []
+    runaway = [threading.Thread(target=lambda: answers.append(_query(server, RUNAWAY))) for _ in range(2)]
+    for thread in runaway:
+        thread.start()
+    deadline = time.monotonic() + 10
+    while (found := _query(server, "ASK {}"))[0] == 200 and time.monotonic() < deadline:
+        time.sleep(0.05)  # until both runaway queries hold their slots
+    status, body = found  # both query slots taken: 503 at once
+    assert status == 503 and "--max-running-queries" in body, body
+    slowest = 0.0
+    for index in range(20):  # ingest and the other routes answer meanwhile
+        began = time.monotonic()
+        name = f"<http://example.org/e{index}>"
+        event = f'{name} <http://example.org/p> "1" {name} .\n'.encode()
+        status, body = http_exchange(server, "POST", "/streams?stream=http://example.org/s", event,
+                                     "application/n-quads")  # fmt: skip
+        assert status == 202, body
+        assert http_exchange(server, "GET", "/queries")[0] == 200
+        slowest = max(slowest, time.monotonic() - began)
+    assert slowest < 2.0, slowest
+    for thread in runaway:
+        thread.join(timeout=30)
+    assert [status for status, _ in answers] == [503, 503]
+    assert all("--query-timeout" in body for _, body in answers)
+    for stream in streams:
+        stream.close()
