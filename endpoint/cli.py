@@ -25,10 +25,12 @@ import argparse
 import logging
 import math
 import os
+import re
 import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 from types import FrameType
@@ -64,6 +66,26 @@ def _stream(text: str) -> StreamFile:
     if not sep or not iri or not path:
         raise argparse.ArgumentTypeError(f"expected IRI=FILE, got {text!r}")
     return StreamFile(iri.strip("<>"), Path(path), text)  # re-split by the query's IRIs
+
+
+_DURATION = re.compile(
+    r"P(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?"
+)
+
+
+def _lateness(text: str) -> float:
+    """Seconds (`5`, `0.5`) or an xsd:dayTimeDuration (`PT5S`, `PT1M30S`, `P1DT2H`)."""
+    found = _DURATION.fullmatch(text.strip())
+    if found is not None and any(found.groups()) and not text.strip().endswith("T"):
+        days, hours, minutes, seconds = (float(part or 0) for part in found.groups())
+        return days * 86_400 + hours * 3_600 + minutes * 60 + seconds
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (value >= 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"expected seconds (5) or a duration (PT5S), got {text!r}")
+    return value
 
 
 def _base(text: str) -> str:
@@ -111,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "input event there (default %(default)s)")  # fmt: skip
     run_cmd.add_argument("--entailment", choices=REGIMES,
                          help="match under RDFS entailment with the --kb schema (default: none)")  # fmt: skip
+    run_cmd.add_argument("--max-lateness", type=_lateness, metavar="SECONDS",
+                         help="how far out of time order an event file may be, in seconds or as an "
+                              "xsd:dayTimeDuration (PT5S); default: by 1,000 events")  # fmt: skip
     run_cmd.add_argument("--dialect", choices=list(DIALECTS),
                          help="the query's dialect (default: whichever dialect's grammar claims it, which "
                               "reads the query with each of them)")  # fmt: skip
@@ -185,7 +210,7 @@ def _post(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     request = RunRequest(
         query_file=args.query,
-        streams=args.stream,
+        streams=[replace(stream, lateness=args.max_lateness) for stream in args.stream],
         kb=args.kb,
         policy=ConsumptionPolicy(args.policy) if args.policy else None,
         engine=args.engine,

@@ -73,6 +73,8 @@ class StreamFile:
     path: Path
     written: str = ""
     """The `IRI=FILE` argument as given, split again by `for_query` (an IRI may contain `=`)."""
+    lateness: float | None = None
+    """`--max-lateness`: seconds the file may be out of time order (None: by 1,000 events)."""
 
     def for_query(self, declared: Sequence[str]) -> StreamFile:
         """The split of `IRI=FILE` whose IRI is one the query declares, the longest such IRI
@@ -82,7 +84,7 @@ class StreamFile:
             return self
         iri = max(fits, key=len)
         head = iri if self.written.startswith(iri + "=") else f"<{iri}>"
-        return StreamFile(iri, Path(self.written[len(head) + 1 :]), self.written)
+        return StreamFile(iri, Path(self.written[len(head) + 1 :]), self.written, self.lateness)
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +279,9 @@ def select_streams(wanted: Sequence[str], streams: Streams) -> list[list[GraphEv
 
 def _read(stream: StreamFile, index: int) -> Iterator[GraphEvent]:
     """A file's events, parsed in a second process while this one matches (rsep.plugin.prefetch)."""
-    return read_ahead(lambda: stream_event_file(stream.path, stream.iri, scope=f"s{index}"))
+    return read_ahead(
+        lambda: stream_event_file(stream.path, stream.iri, scope=f"s{index}", lateness=stream.lateness)
+    )
 
 
 def _one_kind_of_time(

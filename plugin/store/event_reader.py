@@ -18,6 +18,10 @@ time order, and one that is further out (an event older than one already release
 error at its timestamp. Memory is then bounded by the window, not by the file, for files that
 write each event's graph and its timestamp together (in any order); a file that writes all its
 timestamps apart from the graphs (first or last) is still read right, only held whole.
+With a **lateness** L (`rsep run --max-lateness`), the bound is time instead of a count: an event
+is held until the newest time read so far, less L (the *watermark*), has passed it, so a file may
+be out of order by up to L seconds whatever the rate, and an event older than the watermark when
+it is read is an error at its timestamp, naming the watermark.
 A whole payload (`parse_events`: HTTP ingest, `rsep post`) is read in one piece with the same
 code, and rejected whole when any part of it is bad.
 """
@@ -62,10 +66,13 @@ _UNLABELLED = re.compile(r"_:([a-f][0-9a-f]{15,31})$")
 collection): a random 128-bit number in hex that starts with a letter, new on every parse."""
 
 
-def stream_event_file(path: Path, stream: str, *, scope: str) -> Iterator[GraphEvent]:
-    """The events of one file, in time order, read as they are needed."""
+def stream_event_file(
+    path: Path, stream: str, *, scope: str, lateness: float | None = None
+) -> Iterator[GraphEvent]:
+    """The events of one file, in time order, read as they are needed; out of order by up to
+    `REORDER_WINDOW` events, or by up to `lateness` seconds when it is given."""
     fmt = _format(path)
-    reader = _Assembler(stream, scope, str(path), lambda: _read(path), REORDER_WINDOW)
+    reader = _Assembler(stream, scope, str(path), lambda: _read(path), REORDER_WINDOW, lateness=lateness)
     try:
         quads = ox.parse(path=str(path), format=fmt, base_iri=path.resolve().as_uri())
         while True:
@@ -156,12 +163,17 @@ class _Assembler:
         data: object,
         window: int | None,
         default_time: Timestamp | None = None,
+        lateness: float | None = None,
     ) -> None:
         self.stream = stream
         self.source = source
         self._data = data
         """A callable giving the payload's bytes, read only to locate an error."""
         self.window = window
+        self.lateness = lateness
+        """Seconds out of order allowed (None: `window` events); then the window counts nothing."""
+        self.watermark = float("-inf")
+        """With a lateness: the newest time of a complete event, less the lateness."""
         self.default_time = default_time
         self.names = _BlankNodes(scope)
         self.open: dict[str, _Draft] = {}
@@ -173,6 +185,7 @@ class _Assembler:
         self._released_order: deque[str] = deque()
         self._remembered = 4 * (window or 0) + 1024
         self.last_time: float | None = None
+        self.newest_lexical = ""
         self.order = 0
         self.current: str | None = None
 
@@ -181,7 +194,8 @@ class _Assembler:
         once per triple of the file: the common line, one more triple of the event being read,
         takes no call.)"""
         blank = "_:" in text
-        window = self.window
+        window = self.window if self.lateness is None else None
+        timed = self.lateness is not None
         ready = self.ready
         current, draft = self.current, self.open.get(self.current or "")
         for line in text.split(" .\n"):
@@ -201,7 +215,12 @@ class _Assembler:
                     draft = self._switch(subject, blank)
                     current = subject
                 self._stamp(draft, predicate, obj)
-            if window is not None and len(ready) > window:
+            held_enough = (
+                len(ready) > window
+                if window is not None
+                else timed and ready and ready[0][0] <= self.watermark
+            )
+            if held_enough:
                 yield from self._release(final=False)
 
     def _switch(self, key: str, blank: bool) -> _Draft:
@@ -308,6 +327,16 @@ class _Assembler:
         event = GraphEvent(self.stream, draft.name, time, "".join(draft.lines), start)
         if draft.first is None:  # a timestamp without triples: an empty event, after the others
             draft.first, self.order = self.order, self.order + 1
+        if self.lateness is not None:
+            if time.seconds < self.watermark:
+                raise self._stamp_error(
+                    draft,
+                    f"event {draft.name} at {time.lexical} is late: it is older than the newest time read "
+                    f"({self.newest_lexical}) less --max-lateness {self.lateness:g} s",
+                    False,
+                )
+            if time.seconds - self.lateness > self.watermark:
+                self.watermark, self.newest_lexical = time.seconds - self.lateness, time.lexical
         heapq.heappush(self.ready, (time.seconds, draft.first, event))
         if self.window is not None:  # remembered a while, to name a graph written twice
             self.released.add(draft.written)
@@ -322,9 +351,12 @@ class _Assembler:
         if self.window is None and not final:
             return
         bound = None if final else self._earliest_open()
-        while self.ready and (final or len(self.ready) > (self.window or 0)):
+        timed = self.lateness is not None
+        while self.ready and (final or timed or len(self.ready) > (self.window or 0)):
             seconds, _, event = self.ready[0]
             if bound is not None and seconds > bound:
+                break
+            if timed and not final and seconds > self.watermark:
                 break
             heapq.heappop(self.ready)
             if self.last_time is not None and seconds < self.last_time and self.window is not None:

@@ -244,3 +244,24 @@ def test_dialect_names_the_query_file_s_dialect_instead_of_detecting_it(capsys):
     other = run_main(capsys, FIG1 / "query.rq", "--dialect", "ep-sparql")
     assert other.returncode == 2 and other.stdout == ""
     assert re.match(r".*query\.rq:\d+:\d+: ", other.stderr)  # EP-SPARQL's syntax error, located
+
+
+def _fig1_out_of_order(tmp_path: Path) -> Path:
+    """Fig. 1's stream with events 1 and 2, and 4 and 5, written the other way round."""
+    kinds = {1: "a1 a :A", 2: "b1 a :B", 3: "c1 a :C", 4: "a2 a :A", 5: "a3 a :A", 6: "b2 a :B", 7: "c2 a :C"}
+    lines = ["@prefix : <http://example.org/fig1/> .", "@prefix prov: <http://www.w3.org/ns/prov#> ."]
+    lines += [f":g{t} {{ :{kinds[t]} . }} :g{t} prov:generatedAtTime {t} ." for t in (2, 1, 3, 5, 4, 6, 7)]
+    path = tmp_path / "shuffled.trig"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_max_lateness_reads_a_file_out_of_order_within_it_and_refuses_what_is_later(tmp_path, capsys):
+    stream = f"{FIG1_STREAM}={_fig1_out_of_order(tmp_path)}"
+    query = str(FIG1 / "query.rq")
+    for given in ("1", "PT1S"):
+        assert main(["run", query, "--stream", stream, "--engine", "inprocess", "--max-lateness", given]) == 0
+        assert capsys.readouterr().out == (FIG1 / "expected.jsonl").read_text()
+    assert main(["run", query, "--stream", stream, "--engine", "inprocess", "--max-lateness", "0.5"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and re.search(r"shuffled\.trig:\d+:\d+: event .*g1> at 1 is late", captured.err)

@@ -183,3 +183,53 @@ def test_shuffled_ties_keep_the_order_of_the_file(tmp_path):
     path.write_text(_layout(times, "stamp after"))
     names = [e.name for e in read_event_file(path, "urn:s", scope="s0")]
     assert names == [f"<urn:e{i}>" for i in range(30)]
+
+
+# ---------------------------------------------------------------------- bounded lateness in seconds
+
+
+def _timed_file(tmp_path: Path, times: list[float]) -> Path:
+    lines = [
+        f'<urn:e{i}> {{ <urn:x{i}> <urn:p> "{i}" . }}\n<urn:e{i}> {PROV} "{t}"^^{DECIMAL} .\n'
+        for i, t in enumerate(times)
+    ]
+    path = tmp_path / f"late-{len(times)}-{abs(hash(tuple(times)))}.trig"
+    path.write_text("".join(lines))
+    return path
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 400), min_size=1, max_size=120),
+    st.integers(0, 30),
+    st.randoms(use_true_random=False),
+)
+def test_within_the_lateness_a_file_streams_to_its_events_in_time_order(
+    tmp_path_factory, times, lateness, rng
+):
+    """Any order in which no event comes after one more than `lateness` seconds newer than it
+    reads as the file sorted by time (equal times in the order written)."""
+    ordered = sorted(times)
+    shuffled: list[int] = []
+    for t in ordered:  # each event moved back past newer ones, no further than the lateness allows
+        slot = len(shuffled)
+        while (
+            slot > 0 and shuffled[slot - 1] > t and shuffled[slot - 1] - t <= lateness and rng.random() < 0.7
+        ):
+            slot -= 1
+        shuffled.insert(slot, t)
+    assert all(max(shuffled[: i + 1]) - t <= lateness for i, t in enumerate(shuffled))
+    path = _timed_file(tmp_path_factory.mktemp("late"), [float(t) for t in shuffled])
+    streamed = list(stream_event_file(path, "urn:s", scope="s0", lateness=float(lateness)))
+    assert streamed == whole(path)
+
+
+def test_an_event_later_than_the_lateness_is_refused_at_its_timestamp(tmp_path):
+    path = _timed_file(tmp_path, [0.0, 1.0, 2.0, 10.0, 11.0, 4.0, 12.0])  # 4 is 7 s late
+    late = r"<urn:e5> at 4.0 is late: .*newest time read \(11.0\) less --max-lateness 5 s"
+    with pytest.raises(DataError, match=late) as error:
+        list(stream_event_file(path, "urn:s", scope="s0", lateness=5.0))
+    assert error.value.line == 12  # its timestamp's line
+    assert [e.name for e in stream_event_file(path, "urn:s", scope="s0", lateness=7.0)] == [
+        f"<urn:e{i}>" for i in (0, 1, 2, 5, 3, 4, 6)
+    ]
