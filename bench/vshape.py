@@ -24,7 +24,10 @@ default), `AFTER MATCH SKIP TO NEXT ROW` (every row may start a match, also rows
 match), B+ greedy (B and C exclude each other, so greedy and reluctant take the same rows) and
 `WITHIN` one second longer than SPAseq's: Flink drops a partial match once last - first >= the
 interval (exclusive), SPAseq keeps C's time - A's time <= WITHIN (inclusive), and the timestamps
-are whole seconds. `FLINK_SCRIPT` is the job, run in PyFlink's own virtualenv.
+are whole seconds. The watermark trails the newest row by a millisecond: Flink's CEP operator
+drops a row whose timestamp is not after the watermark, so with a watermark equal to the newest
+time the other companies' rows of a tick (`--companies`) would be dropped as late.
+`FLINK_SCRIPT` is the job, run in PyFlink's own virtualenv.
 """
 
 from __future__ import annotations
@@ -149,7 +152,7 @@ env.execute_sql(f"""
 CREATE TABLE ticks (
   ts BIGINT, company STRING, price DOUBLE, volume INT,
   rowtime AS TO_TIMESTAMP_LTZ(ts, 0),
-  WATERMARK FOR rowtime AS rowtime
+  WATERMARK FOR rowtime AS rowtime - INTERVAL '0.001' SECOND
 ) WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv')""")
 seconds, millis = divmod(within_ms, 1000)
 count = None
