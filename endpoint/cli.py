@@ -41,7 +41,15 @@ from rsep.endpoint.progress import Progress
 from rsep.endpoint.progress import wanted as progress_wanted
 from rsep.endpoint.run_command import KbFile, RunRequest, StreamedRun, StreamFile, start, write
 from rsep.grammar import DIALECTS
-from rsep.plugin import REGIMES, ClosureLimits, ConsumptionPolicy, InvalidInput, RsepError, is_absolute_iri
+from rsep.plugin import (
+    REGIMES,
+    ClosureLimits,
+    ConsumptionPolicy,
+    InvalidInput,
+    RsepError,
+    WindowStream,
+    is_absolute_iri,
+)
 
 if TYPE_CHECKING:
     from flask import Flask
@@ -227,11 +235,16 @@ def _run(args: argparse.Namespace) -> int:
         for warning in request.warnings:
             sys.stderr.write(f"rsep: warning: {args.query}: {warning}\n")
 
-    progress = Progress(progress_wanted(args.quiet), "read")
+    shown = progress_wanted(args.quiet)
+    progress = Progress(False, "")
     try:
         outcome = start(request)
         if isinstance(outcome, StreamedRun):  # counted as the files are read
+            progress = Progress(shown, "read")
             outcome.sources = [progress.counted(source) for source in outcome.sources]
+        elif isinstance(outcome, WindowStream):  # files read: counted as they are evaluated
+            progress = Progress(shown, "evaluated", unit="evaluations")
+            outcome.evaluations = progress.counted(outcome.evaluations)
         write(outcome, args.format, sys.stdout, before=warn, batch=progress.clear)
     finally:
         progress.close()

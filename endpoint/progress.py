@@ -1,5 +1,5 @@
-"""Progress of `rsep run` and `rsep post` on a terminal: events read or posted, events/s and the
-time elapsed, drawn by tqdm on stderr.
+"""Progress of `rsep run` and `rsep post` on a terminal: events read or posted (a window query's
+evaluations), their rate and the time elapsed, drawn by tqdm on stderr.
 
 Drawn only when a person watches: stdout and stderr both terminals and no `--quiet`. Output that
 goes to a file or a pipe (`rsep run ... > matches.jsonl`, a script) stays exactly what it was, and
@@ -34,10 +34,12 @@ def _isatty(stream: TextIO) -> bool:
 class Progress:
     """A counter of events with a rate; does nothing when not `enabled`."""
 
-    def __init__(self, enabled: bool, description: str, total: int | None = None) -> None:
+    def __init__(
+        self, enabled: bool, description: str, total: int | None = None, unit: str = "events"
+    ) -> None:
         self._bar: Any = None
         if enabled:
-            self._bar = tqdm(total=total, desc=description, unit=" events", unit_scale=True,
+            self._bar = tqdm(total=total, desc=description, unit=f" {unit}", unit_scale=True,
                              file=sys.stderr, dynamic_ncols=True, leave=True)  # fmt: skip
 
     def set_total(self, total: int) -> None:

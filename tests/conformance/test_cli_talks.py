@@ -117,6 +117,17 @@ def test_rsep_run_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
     assert code == 0 and "read:" not in quiet and '"house"' in quiet
 
 
+def test_a_window_query_shows_its_evaluations_on_a_terminal() -> None:
+    case = WINDOW_CASES["count-window"]
+    streams = [f"--stream={iri}={case.folder / file}" for iri, file in case.streams.items()]
+    code, text = on_a_terminal(
+        [*RSEP, "run", str(case.folder / "query.rq"), *streams, "--engine", "inprocess"]
+    )
+    assert code == 0, text
+    assert "evaluated:" in text and "evaluations" in text, text
+    assert text.count('"bindings"') == len(case.expected())
+
+
 def test_rsep_post_shows_progress_on_a_terminal_and_replays_in_event_time(tmp_path: Path) -> None:
     """The smart-grid streams span 15 minutes of event time: at --speed 900 they take a second."""
     server = Server(tmp_path / "data", tmp_path / "server.log")

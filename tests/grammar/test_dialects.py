@@ -33,9 +33,18 @@ EXAMPLES = {
         "tests/fixtures/epsparql/*/rules/*.rq",
         "tests/fixtures/entailment/epsparql-*/query.rq",
         "tests/fixtures/entailment/epsparql-*/rules/*.rq",
+        "examples/ep-sparql-*/query.rq",
     ],
-    "c-sparql": ["tests/csparql/fixtures/*/query.rq", "tests/fixtures/entailment/csparql-*/query.rq"],
-    "cqels": ["tests/cqels/fixtures/*/query.rq", "tests/fixtures/entailment/cqels-*/query.rq"],
+    "c-sparql": [
+        "tests/csparql/fixtures/*/query.rq",
+        "tests/fixtures/entailment/csparql-*/query.rq",
+        "examples/c-sparql-*/query.rq",
+    ],
+    "cqels": [
+        "tests/cqels/fixtures/*/query.rq",
+        "tests/fixtures/entailment/cqels-*/query.rq",
+        "examples/cqels-*/query.rq",
+    ],
 }
 """Where each dialect's example queries are, in the repository."""
 SHARED = {

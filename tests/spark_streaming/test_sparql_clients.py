@@ -1,8 +1,9 @@
 """End to end on the default engine: a real `rsep serve` (no `--engine`: Spark, on
 `local[2]`), the smart-grid query registered, its knowledge base loaded through the Graph
-Store Protocol, its event files posted by `rsep post`, and the match read back as a named
-graph by SPARQLWrapper (the README's snippet, taken from README.md) and by rdflib's
-SPARQLStore: the bindings `rsep run` prints for the same files, and the match's metadata."""
+Store Protocol, its event files posted by `rsep post`, and the match read back by SPARQLWrapper
+(the README's snippet, taken from README.md: one row per match), by GET /queries/{id}/results
+and, as a named graph, by rdflib's SPARQLStore: the bindings `rsep run` prints for the same
+files, and the match's metadata."""
 
 from __future__ import annotations
 
@@ -40,11 +41,13 @@ SELECT ?match ?start ?end ?event WHERE {
 }"""
 
 
-def readme_query() -> str:
-    """The query of the README's SPARQLWrapper snippet, as a reader copies it."""
-    found = re.search(r'sparql\.setQuery\("""(.*?)"""\)', (REPO / "README.md").read_text(), re.DOTALL)
+def readme_query(query_iri: str) -> str:
+    """The query of the README's SPARQLWrapper snippet (an f-string of the query's IRI), as the
+    snippet builds it for `query_iri`."""
+    found = re.search(r'sparql\.setQuery\(f"""(.*?)"""\)', (REPO / "README.md").read_text(), re.DOTALL)
     assert found, "README.md has no SPARQLWrapper snippet"
-    return found.group(1)
+    text = found.group(1).replace('{query["iri"]}', query_iri)
+    return text.replace("{{", "{").replace("}}", "}")
 
 
 def n_triples(binding: dict[str, Any]) -> str:
@@ -84,15 +87,17 @@ def test_sparqlwrapper_and_sparqlstore_read_a_spaseq_match_as_a_named_graph(tmp_
         assert server.spark_batches(query["id"]) > 0  # the default engine is Spark, and it ran
 
         client = SPARQLWrapper(server.base + "/sparql")
-        client.setQuery(readme_query())
+        client.setQuery(readme_query(query["iri"]))
         client.setReturnFormat(JSON)
-        rows = client.query().convert()["results"]["bindings"]
-        graphs = {row["match"]["value"] for row in rows}
-        assert len(graphs) == 1
-        graph = graphs.pop()
+        (row,) = client.query().convert()["results"]["bindings"]  # one row per match
+        assert (row["start"]["value"], row["end"]["value"]) == (start, end)
+        assert {name: n_triples(row[name]) for name in ("house", "city", "fr1", "fr2")} == {
+            name: bindings[name] for name in ("house", "city", "fr1", "fr2")
+        }
+        (flat,) = server.get(f"/queries/{query['id']}/results")["results"]["bindings"]
+        graph = flat["match"]["value"]
         assert re.fullmatch(rf"urn:rsep:match:{query['id']}:[0-9a-f]{{32}}", graph)
-        assert len(rows) == len(bindings)
-        assert {row["var"]["value"]: n_triples(row["value"]) for row in rows} == bindings
+        assert {name: n_triples(flat[name]) for name in bindings} == bindings
 
         store = SPARQLStore(server.base + "/sparql", returnFormat="json")
         assert {str(var): value.n3() for var, value in store.query(SOLUTION % graph)} == bindings
