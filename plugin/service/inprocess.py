@@ -48,6 +48,9 @@ class _Slot(Slot):
 
     runner: Runner | None = None
     dirty: bool = False
+    seen: tuple[int, int, int] | None = None
+    """(position, events, matches) as the last step left them, its graphs written: what
+    `progress` answers while a step holds the lock (GET /queries never waits for a batch)."""
 
 
 class InProcessEngine:
@@ -135,11 +138,19 @@ class InProcessEngine:
         slot = self.slots.get(query_id)
         if slot is None:
             return None
-        with slot.lock:  # a step moves the position before its graphs are written: wait for both
+        # a step moves the position before its graphs are written: wait for both, unless the
+        # last step's figures are there
+        if not slot.lock.acquire(blocking=slot.seen is None):
+            seen = slot.seen
+            assert seen is not None
+            return QueryProgress(self.slots.state(slot, self.running), *seen, slot.error)
+        try:
             runner = slot.runner
             position = runner.position if runner is not None else slot.query.start
             events = runner.state.event_count if runner is not None else 0
             matches = runner.state.match_count if runner is not None else 0
+        finally:
+            slot.lock.release()
         return QueryProgress(self.slots.state(slot, self.running), position, events, matches, slot.error)
 
     # ------------------------------------------------------------------ work
@@ -204,6 +215,7 @@ class InProcessEngine:
                 return False
             runner.created(len(created))
             slot.dirty = True
+            slot.seen = (runner.position, runner.state.event_count, runner.state.match_count)
         self.listeners.publish(slot.query.id, [g.record() for g in created])
         return True
 

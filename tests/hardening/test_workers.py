@@ -56,12 +56,19 @@ def test_listeners_and_runaway_queries_leave_ingest_its_threads(server: Server) 
     assert b"--max-listeners" in refused.read()
 
     answers: list[tuple[int, str]] = []
-    runaway = [threading.Thread(target=lambda: answers.append(_query(server, RUNAWAY))) for _ in range(2)]
-    for thread in runaway:
+
+    def runaway() -> None:
+        """Until it gets a slot (a probe below may hold one for a moment)."""
+        while "--max-running-queries" in (found := _query(server, RUNAWAY))[1]:
+            time.sleep(0.02)
+        answers.append(found)
+
+    threads = [threading.Thread(target=runaway) for _ in range(2)]
+    for thread in threads:
         thread.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while (found := _query(server, "ASK {}"))[0] == 200 and time.monotonic() < deadline:
-        time.sleep(0.05)  # until both runaway queries hold their slots
+        time.sleep(0.2)  # until both runaway queries hold their slots
     status, body = found  # both query slots taken: 503 at once
     assert status == 503 and "--max-running-queries" in body, body
     slowest = 0.0
@@ -74,9 +81,9 @@ def test_listeners_and_runaway_queries_leave_ingest_its_threads(server: Server) 
         assert status == 202, body
         assert http_exchange(server, "GET", "/queries")[0] == 200
         slowest = max(slowest, time.monotonic() - began)
-    assert slowest < 2.0, slowest
-    for thread in runaway:
-        thread.join(timeout=30)
+    assert slowest < 5.0, slowest  # not held up by the runaway queries (each runs ~10 s)
+    for thread in threads:
+        thread.join(timeout=60)
     assert [status for status, _ in answers] == [503, 503]
     assert all("--query-timeout" in body for _, body in answers)
     for stream in streams:

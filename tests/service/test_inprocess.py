@@ -326,3 +326,21 @@ def test_a_checkpoint_rsep_can_no_longer_continue_replays_the_query_from_its_reg
     assert [(m.start_time, m.end_time) for m in fresh] == [(1.0, 5.0)]
     assert graphs_of(kb, query.iri) == [match_iri(query.id, m) for m in fresh]
     assert load_state(checkpoints.load(query.id), plan.automaton).position == 3
+
+
+def test_progress_does_not_wait_for_a_step_in_progress(tmp_path, kb):
+    """GET /queries waited behind a busy query (22 s seen): a step holds the query's lock, so
+    progress answers what the last finished step left (its graphs written)."""
+    node = Node(tmp_path, kb)
+    query = node.register()
+    node.ingest(*BATCH_1)
+    node.engine.drain()
+    slot = node.engine.slots.get(query.id)
+    answered = []
+    with slot.lock:  # a step of the query in progress
+        reader = threading.Thread(target=lambda: answered.append(node.engine.progress(query.id)))
+        reader.start()
+        reader.join(timeout=5)
+        assert not reader.is_alive()
+    (progress,) = answered
+    assert (progress.position, progress.events, progress.matches) == (3, 3, 1)
