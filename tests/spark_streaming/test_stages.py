@@ -476,7 +476,7 @@ def test_interval_events_reach_the_keyed_nfa_and_the_match_graphs(max_records):
     starts = {}
     for match, refs in found.values():
         assert [r.start for r in refs] == [events[i].start for i in match.events]
-        graph = match_graph(QID, "urn:q", match, refs, projector, projector.project(match.mapping), "")
+        graph = match_graph(QID, "urn:q", match, refs, projector, projector.project(match), "")
         starts[match.events] = graph.start.lexical
     assert starts == {(0, 2): "1.0", (0, 4): "1.0", (3, 4): "10"}
 
