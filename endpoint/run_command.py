@@ -278,10 +278,14 @@ def select_streams(wanted: Sequence[str], streams: Streams) -> list[list[GraphEv
 
 
 def _read(stream: StreamFile, index: int) -> Iterator[GraphEvent]:
-    """A file's events, parsed in a second process while this one matches (rsep.plugin.prefetch)."""
-    return read_ahead(
-        lambda: stream_event_file(stream.path, stream.iri, scope=f"s{index}", lateness=stream.lateness)
-    )
+    """A file's events, parsed in a second process while this one matches (rsep.plugin.prefetch)
+    when it is a regular file; a pipe's writer sets the pace, and events read ahead in batches would
+    wait there for the batch to fill, so a pipe (a FIFO, standard input) is read here."""
+
+    def read() -> Iterator[GraphEvent]:
+        return stream_event_file(stream.path, stream.iri, scope=f"s{index}", lateness=stream.lateness)
+
+    return read_ahead(read) if stream.path.is_file() else read()
 
 
 def _one_kind_of_time(

@@ -10,6 +10,7 @@ batch: a child runs at most a batch ahead, so memory stays bounded as the replay
 What the reader raises in the child (a syntax error at its position, a late event) is raised
 here at the same point of the stream: after the events before it. An `RsepError` crosses as
 its class and attributes; anything else becomes an `EngineFailure` with the child's message.
+A caller reads a pipe without it (`rsep run` does): batches wait for their events there.
 Where fork is not available, one core is all this process may use, or the environment says
 `RSEP_READ_AHEAD=0` (to compare, or to debug the reader in one process), events are read here.
 """

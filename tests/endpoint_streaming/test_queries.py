@@ -81,8 +81,8 @@ def test_an_unknown_parameter_is_refused_with_the_known_ones(app):
     misspelt = register(client, query_string="polcy=recent")
     assert (misspelt.status_code, misspelt.get_data(as_text=True)) == (
         400,
-        "polcy: unknown parameter; POST /queries takes policy, dialect, from, entailment, base (the query is "
-        "the body, or a form's query field)\n",
+        "polcy: unknown parameter; POST /queries takes policy, dialect, from, entailment, base, match-limit "
+        "(the query is the body, or a form's query field)\n",
     )
     in_a_form = client.post("/queries", data={"query": QUERY, "polcy": "recent"})
     assert in_a_form.get_data(as_text=True).startswith("polcy: unknown parameter")
