@@ -218,7 +218,7 @@ def _post(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     request = RunRequest(
         query_file=args.query,
-        streams=[replace(stream, lateness=args.max_lateness) for stream in args.stream],
+        streams=[replace(stream, lateness=args.max_lateness, read_ahead=True) for stream in args.stream],
         kb=args.kb,
         policy=ConsumptionPolicy(args.policy) if args.policy else None,
         engine=args.engine,

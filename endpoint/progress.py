@@ -15,6 +15,9 @@ from typing import Any, TextIO, TypeVar
 
 from tqdm import tqdm
 
+# No monitor thread: `rsep run` forks its reader (rsep.plugin.prefetch) only from a single thread.
+tqdm.monitor_interval = 0
+
 T = TypeVar("T")
 
 

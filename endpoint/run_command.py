@@ -75,6 +75,9 @@ class StreamFile:
     """The `IRI=FILE` argument as given, split again by `for_query` (an IRI may contain `=`)."""
     lateness: float | None = None
     """`--max-lateness`: seconds the file may be out of time order (None: by 1,000 events)."""
+    read_ahead: bool = False
+    """Parse it in a second process when it is a regular file (rsep.plugin.prefetch): the command
+    line's choice; a library caller, whose process may run threads, reads it itself."""
 
     def for_query(self, declared: Sequence[str]) -> StreamFile:
         """The split of `IRI=FILE` whose IRI is one the query declares, the longest such IRI
@@ -84,7 +87,9 @@ class StreamFile:
             return self
         iri = max(fits, key=len)
         head = iri if self.written.startswith(iri + "=") else f"<{iri}>"
-        return StreamFile(iri, Path(self.written[len(head) + 1 :]), self.written, self.lateness)
+        return StreamFile(
+            iri, Path(self.written[len(head) + 1 :]), self.written, self.lateness, self.read_ahead
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +290,7 @@ def _read(stream: StreamFile, index: int) -> Iterator[GraphEvent]:
     def read() -> Iterator[GraphEvent]:
         return stream_event_file(stream.path, stream.iri, scope=f"s{index}", lateness=stream.lateness)
 
-    return read_ahead(read) if stream.path.is_file() else read()
+    return read_ahead(read) if stream.read_ahead and stream.path.is_file() else read()
 
 
 def _one_kind_of_time(

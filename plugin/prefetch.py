@@ -11,7 +11,8 @@ What the reader raises in the child (a syntax error at its position, a late even
 here at the same point of the stream: after the events before it. An `RsepError` crosses as
 its class and attributes; anything else becomes an `EngineFailure` with the child's message.
 A caller reads a pipe without it (`rsep run` does): batches wait for their events there.
-Where fork is not available, one core is all this process may use, or the environment says
+Where fork is not available, one core is all this process may use, the process runs other
+threads (Spark's gateway, a server: forking those is unsafe), or the environment says
 `RSEP_READ_AHEAD=0` (to compare, or to debug the reader in one process), events are read here.
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import threading
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any
@@ -45,8 +47,10 @@ def cores() -> int:
 
 
 def available() -> bool:
-    """Can events be read in a second process here (fork, a second core, not turned off)?"""
-    if os.environ.get("RSEP_READ_AHEAD", "1") == "0":
+    """Can events be read in a second process here (fork, a second core, not turned off, and this
+    process has no other thread: a thread holding a lock when the process forks would leave it
+    held for ever in the child, which would then never answer)?"""
+    if os.environ.get("RSEP_READ_AHEAD", "1") == "0" or threading.active_count() > 1:
         return False
     return "fork" in multiprocessing.get_all_start_methods() and cores() >= 2
 
