@@ -50,9 +50,13 @@ def available() -> bool:
     """Can events be read in a second process here (fork, a second core, not turned off, and this
     process has no other thread: a thread holding a lock when the process forks would leave it
     held for ever in the child, which would then never answer)?"""
-    if os.environ.get("RSEP_READ_AHEAD", "1") == "0" or threading.active_count() > 1:
+    if os.environ.get("RSEP_READ_AHEAD", "1") == "0" or _other_threads():
         return False
     return "fork" in multiprocessing.get_all_start_methods() and cores() >= 2
+
+
+def _other_threads() -> bool:
+    return threading.active_count() > 1
 
 
 def read_ahead(read: Callable[[], Iterator[GraphEvent]], *, batch: int = BATCH) -> Iterator[GraphEvent]:

@@ -4,6 +4,7 @@ errors at the same point of the stream, the child gone when the reader stops."""
 from __future__ import annotations
 
 import multiprocessing
+import threading
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,15 @@ def test_turned_off_it_reads_here(tmp_path, monkeypatch):
     next(events)
     assert multiprocessing.active_children() == []
     events.close()
+
+
+def test_a_process_running_another_thread_reads_here(monkeypatch):
+    monkeypatch.undo()  # the real check
+    release = threading.Event()
+    other = threading.Thread(target=release.wait, daemon=True)
+    other.start()
+    try:
+        assert not module.available()
+    finally:
+        release.set()
+        other.join()
