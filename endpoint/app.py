@@ -56,6 +56,9 @@ DEFAULTS: dict[str, Any] = {
     "RSEP_MAX_LISTENERS": 256,
     "RSEP_MAX_RUNNING_QUERIES": 4,
     "RSEP_QUERY_TIMEOUT": 30.0,
+    "RSEP_MAX_LATENESS": None,
+    "RSEP_IDLE_TIMEOUT": None,
+    "RSEP_LATE": "refuse",
 }
 """The configuration keys and their defaults (docs/endpoint.md, "Configuration"); `rsep serve`
 sets them from the environment and its flags (`rsep.endpoint.settings`)."""

@@ -25,7 +25,6 @@ import argparse
 import logging
 import math
 import os
-import re
 import signal
 import sys
 import time
@@ -40,6 +39,7 @@ from rsep.endpoint import settings
 from rsep.endpoint.progress import Progress
 from rsep.endpoint.progress import wanted as progress_wanted
 from rsep.endpoint.run_command import KbFile, RunRequest, StreamedRun, StreamFile, start, write
+from rsep.endpoint.settings import duration
 from rsep.grammar import DIALECTS
 from rsep.plugin import (
     REGIMES,
@@ -76,24 +76,12 @@ def _stream(text: str) -> StreamFile:
     return StreamFile(iri.strip("<>"), Path(path), text)  # re-split by the query's IRIs
 
 
-_DURATION = re.compile(
-    r"P(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?"
-)
-
-
 def _lateness(text: str) -> float:
-    """Seconds (`5`, `0.5`) or an xsd:dayTimeDuration (`PT5S`, `PT1M30S`, `P1DT2H`)."""
-    found = _DURATION.fullmatch(text.strip())
-    if found is not None and any(found.groups()) and not text.strip().endswith("T"):
-        days, hours, minutes, seconds = (float(part or 0) for part in found.groups())
-        return days * 86_400 + hours * 3_600 + minutes * 60 + seconds
+    """`--max-lateness`: seconds or an xsd:dayTimeDuration (`rsep.endpoint.settings.duration`)."""
     try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not (value >= 0 and value != float("inf")):
-        raise argparse.ArgumentTypeError(f"expected seconds (5) or a duration (PT5S), got {text!r}")
-    return value
+        return duration(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _base(text: str) -> str:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from flask import Flask, current_app
@@ -37,9 +37,12 @@ from rsep.plugin import (
     CompileError,
     EngineWiring,
     EventLog,
+    EventTimePolicy,
     GpmEvaluator,
+    Ingest,
     InProcessEngine,
     InvalidInput,
+    LateEventGraphs,
     MatchListeners,
     OxigraphMatchSink,
     OxigraphWindows,
@@ -47,6 +50,7 @@ from rsep.plugin import (
     QueryPlan,
     RegisteredQuery,
     Registry,
+    ReorderBuffer,
     SplitEngine,
     StreamingEngine,
     WindowPlan,
@@ -68,9 +72,14 @@ class Streaming:
     heartbeat: float
     producers: Producers
     """The REGISTER STREAM queries whose evaluations ingest appends to the log."""
-    ingest_lock: threading.Lock = field(default_factory=threading.Lock)
-    """Serialises ingest requests (arrival times and blank-node scopes need the log's state) and
-    the registrations of producers (which start at the head of the log)."""
+    ingest: Ingest
+    """The one door of clients' events into the log (in order, or through the reorder buffer)."""
+
+    @property
+    def ingest_lock(self) -> threading.Lock:
+        """Serialises ingest requests and the registrations of producers (which start at the
+        head of the log)."""
+        return self.ingest.lock
 
 
 @dataclass(frozen=True)
@@ -148,10 +157,59 @@ def init_app(app: Flask) -> None:
         log, registry, compile_registered, lambda plan: OxigraphWindows(plan, kb), checkpoints
     )
     producers.load()
-    app.extensions[EXTENSION] = Streaming(log, registry, checkpoints, sink, engine, heartbeat, producers)
-    app.extensions.setdefault(SHUTDOWN, []).append(lambda: engine.stop(STOP_TIMEOUT))
+    ingest = _ingest(app, found, log, producers, engine)
+    app.extensions[EXTENSION] = Streaming(
+        log, registry, checkpoints, sink, engine, heartbeat, producers, ingest
+    )
+    ticker = _idle_ticker(ingest, app.config["RSEP_IDLE_TIMEOUT"])
+
+    def shutdown() -> None:
+        ticker.set()
+        engine.stop(STOP_TIMEOUT)
+
+    app.extensions.setdefault(SHUTDOWN, []).append(shutdown)
     if app.config["RSEP_START_STREAMING"]:
         engine.start()
+
+
+def _ingest(
+    app: Flask, found: Resources, log: EventLog, producers: Producers, engine: StreamingEngine
+) -> Ingest:
+    """In order, or through the reorder buffer when an event-time policy is set. A buffer left
+    with held events by an earlier run is always opened: without a policy now, they are released
+    at once (nothing accepted is lost)."""
+    lateness, idle = app.config["RSEP_MAX_LATENESS"], app.config["RSEP_IDLE_TIMEOUT"]
+    side = app.config["RSEP_LATE"] == "side"
+    journal = found.data_dir / "reorder"
+    policy = lateness is not None or idle is not None or side
+    if not policy and not journal.exists():
+        return Ingest(log, producers, engine.notify)
+    buffer = ReorderBuffer(journal, log.newest, EventTimePolicy(float(lateness or 0.0), idle, side))
+    ingest = Ingest(log, producers, engine.notify, buffer, LateEventGraphs(found.kb) if side else None)
+    if not policy:
+        with ingest.lock:
+            ingest.flush()
+        return Ingest(log, producers, engine.notify)
+    with ingest.lock:
+        ingest.release()
+    return ingest
+
+
+def _idle_ticker(ingest: Ingest, idle_timeout: float | None) -> threading.Event:
+    """With an idle timeout, a thread releases what processing time makes due (a quarter of the
+    timeout apart, at most a second); set the event returned to stop it."""
+    stop = threading.Event()
+    if idle_timeout is None or ingest.buffer is None:
+        return stop
+    period = min(float(idle_timeout) / 4, 1.0)
+
+    def tick() -> None:
+        while not stop.wait(period):
+            with ingest.lock:
+                ingest.release()
+
+    threading.Thread(target=tick, name="rsep-idle-watermark", daemon=True).start()
+    return stop
 
 
 def _make_engine(parts: EngineParts) -> StreamingEngine:

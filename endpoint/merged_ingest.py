@@ -15,9 +15,9 @@ from __future__ import annotations
 from flask import Blueprint, Flask, Response, jsonify, request
 from werkzeug.datastructures import FileStorage
 
-from rsep.endpoint.engines import Streaming, streaming
+from rsep.endpoint.engines import streaming
 from rsep.endpoint.http_errors import BadRequest, UnsupportedMediaType
-from rsep.endpoint.streams import arrival_time
+from rsep.endpoint.streams import arrival_time, not_produced, submitted_json
 from rsep.plugin import (
     DataError,
     GraphEvent,
@@ -41,20 +41,18 @@ def ingest_merged() -> tuple[Response, int]:
     service = streaming()
     with service.ingest_lock:
         for stream, _ in files:
-            _not_produced(service, stream)
-        first = service.log.next_position
-        arrival = arrival_time(service.log.newest)
+            not_produced(service, stream)
+        arrival = arrival_time(service.ingest.newest())
+        scope = service.ingest.scope()
         events = merged(
-            [_parse(stream, part, f"r{first}f{index}", arrival) for index, (stream, part) in enumerate(files)]
+            [_parse(stream, part, f"{scope}f{index}", arrival) for index, (stream, part) in enumerate(files)]
         )
         try:
-            appended = service.producers.append(events)
+            submitted = service.ingest.submit(events)
         except (LateEventError, MixedTimeError) as error:
             raise BadRequest(str(error), parameter="events") from None
-        service.engine.notify(appended.records)
-    body = {"accepted": appended.accepted, "streams": sorted({stream for stream, _ in files}),
-            "first_position": appended.positions.start, "next_position": appended.positions.stop}  # fmt: skip
-    return jsonify(body), 202
+    streams = sorted({stream for stream, _ in files})
+    return jsonify({"streams": streams, **submitted_json(submitted)}), 202
 
 
 def _files() -> list[tuple[str, FileStorage]]:
@@ -89,14 +87,6 @@ def merged(files: list[list[GraphEvent]]) -> list[GraphEvent]:
         (event.time.seconds, f, i) for f, events in enumerate(files) for i, event in enumerate(events)
     )
     return [files[f][i] for _, f, i in order]
-
-
-def _not_produced(service: Streaming, stream: str) -> None:
-    owner = service.producers.owner(stream)
-    if owner is not None:
-        raise BadRequest(
-            f"<{stream}> is produced by the continuous query {owner} (REGISTER STREAM)", parameter="stream"
-        )
 
 
 def init_app(app: Flask) -> None:

@@ -36,7 +36,12 @@ class ServiceCollector(Collector):
         if service is None:
             return
         head = service.log.next_position
-        yield CounterMetricFamily("rsep_log_events", "Events in the event log (ingested and derived)", head)
+        yield CounterMetricFamily(
+            "rsep_log_events",
+            "Positions in the event log (events ingested and derived, watermark marks)",
+            head,
+        )
+        yield from _event_time(service)
         labels = ["query", "dialect"]
         queries = GaugeMetricFamily(
             "rsep_queries", "Registered continuous queries by status", labels=["status"]
@@ -84,6 +89,22 @@ def health() -> Response:
 def _state(service: Streaming, query_id: str, registered: str) -> str:
     progress = service.engine.progress(query_id)
     return registered if progress is None else progress.state
+
+
+def _event_time(service: Streaming) -> Iterator[Metric]:
+    """Late events (refused or kept), and with a reorder buffer the events held and the watermark."""
+    late = service.ingest.late
+    counts = CounterMetricFamily("rsep_late_events", "Events older than the watermark", labels=["outcome"])
+    counts.add_metric(["refused"], late.refused)
+    counts.add_metric(["kept"], late.kept)
+    yield counts
+    buffer = service.ingest.buffer
+    if buffer is not None:
+        yield GaugeMetricFamily("rsep_held_events", "Events the reorder buffer holds", buffer.held)
+        watermark = buffer.watermark_time()
+        if watermark is not None:
+            yield GaugeMetricFamily("rsep_watermark", "The watermark (seconds; epoch for xsd:dateTimes)",
+                                    watermark.seconds)  # fmt: skip
 
 
 @bp.get("/metrics")

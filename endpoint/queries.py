@@ -128,7 +128,21 @@ def _create_producer(
 @bp.get("/queries")
 def index() -> Response:
     service = streaming()
-    return jsonify({"queries": [_summary(service, q) for q in service.registry.all()]})
+    return jsonify(
+        {"queries": [_summary(service, q) for q in service.registry.all()], "ingest": _ingest(service)}
+    )
+
+
+def _ingest(service: Streaming) -> dict[str, object]:
+    """Event time as ingest sees it: late events refused or kept, and with a reorder buffer the
+    watermark and the events it holds (docs/endpoint.md, "Event time")."""
+    late = service.ingest.late
+    body: dict[str, object] = {"late_refused": late.refused, "late_kept": late.kept}
+    buffer = service.ingest.buffer
+    if buffer is not None:
+        watermark = buffer.watermark_time()
+        body |= {"watermark": watermark.json() if watermark is not None else None, "held": buffer.held}
+    return body
 
 
 @bp.get("/queries/<query_id>")

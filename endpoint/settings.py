@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +49,34 @@ def _seconds(text: str) -> float:
     return value
 
 
+_DURATION = re.compile(
+    r"P(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?"
+)
+
+
+def duration(text: str) -> float:
+    """Seconds (`5`, `0.5`) or an xsd:dayTimeDuration (`PT5S`, `PT1M30S`, `P1DT2H`): a lateness
+    or a timeout, as the command line, the environment and the `max-lateness=` parameter give it."""
+    found = _DURATION.fullmatch(text.strip())
+    if found is not None and any(found.groups()) and not text.strip().endswith("T"):
+        days, hours, minutes, seconds = (float(part or 0) for part in found.groups())
+        return days * 86_400 + hours * 3_600 + minutes * 60 + seconds
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (value >= 0 and value != float("inf")):
+        raise InvalidInput(f"expected seconds (5) or a duration (PT5S), got {text!r}")
+    return value
+
+
+def _positive_duration(text: str) -> float:
+    value = duration(text)
+    if value == 0:
+        raise InvalidInput(f"expected a duration above 0, got {text!r}")
+    return value
+
+
 def _positive_seconds(text: str) -> float:
     value = _seconds(text)
     if value == 0:
@@ -61,6 +90,9 @@ def _boolean(text: str) -> bool:
         raise InvalidInput(f"expected true or false, got {text!r}")
     return value in ("1", "true", "yes", "on")
 
+
+LATE_MODES = ("refuse", "side")
+"""What ingest does with an event older than the watermark (rsep.plugin.service.ingest)."""
 
 ACCESS_MODES = ("same-origin", "open", "writes-token", "read-only")
 """The modes of `rsep.endpoint.access`."""
@@ -150,6 +182,15 @@ SETTINGS = (
             "Spark engine: where the streaming job's checkpoint (offsets, commits, state store) "
             "lives, a path or a URI every executor and a restarted driver reach (default "
             "DATA/spark/checkpoint)"),
+    Setting("RSEP_MAX_LATENESS", "--max-lateness", duration, "SECONDS",
+            "accept events out of time order by up to this many seconds (or PT5S), held in a "
+            "durable reorder buffer and released in time order (default: in order only)"),
+    Setting("RSEP_IDLE_TIMEOUT", "--idle-timeout", _positive_duration, "SECONDS",
+            "a stream silent this long stops holding the watermark back; all silent, the "
+            "watermark moves on with processing time (default: never)"),
+    Setting("RSEP_LATE", "--late", _one_of(LATE_MODES), "|".join(LATE_MODES),
+            "an event older than the watermark: refused (400), or kept in the graph "
+            "<urn:rsep:late> (default refuse)"),
     Setting("RSEP_CORS", "--cors", _boolean, "",
             "allow cross-origin requests from any origin (Access-Control-Allow-Origin: *; default off)"),
     Setting("RSEP_UNION_DEFAULT_GRAPH", "--union-default-graph", _boolean, "",

@@ -26,11 +26,14 @@ from flask import Blueprint, Flask, Response, jsonify, request
 from rsep.endpoint import engines as streaming_setup
 from rsep.endpoint.engines import Streaming, streaming
 from rsep.endpoint.http_errors import BadRequest, UnsupportedMediaType
+from rsep.endpoint.settings import duration
 from rsep.plugin import (
     MEDIA_TYPES,
     DataError,
+    InvalidInput,
     LateEventError,
     MixedTimeError,
+    Submitted,
     Timestamp,
     parse_events,
     payload_timestamp_position,
@@ -45,28 +48,56 @@ _ABSOLUTE_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\x00-\x20\x7f<>\"{}|\\^`
 def ingest() -> tuple[Response, int]:
     fmt = _format()
     stream = _stream()
+    lateness = _lateness()
     service = streaming()
     data = request.get_data(cache=False)
     with service.ingest_lock:
-        _not_produced(service, stream)
-        log = service.log
-        first = log.next_position
-        arrival = arrival_time(log.newest)
+        not_produced(service, stream)
+        arrival = arrival_time(service.ingest.newest())
         try:
-            events = parse_events(data, fmt, stream, source="body", scope=f"r{first}", default_time=arrival)
-            appended = service.producers.append(events)
+            events = parse_events(
+                data, fmt, stream, source="body", scope=service.ingest.scope(), default_time=arrival
+            )
+            submitted = service.ingest.submit(events, lateness)
         except DataError as error:
             raise BadRequest(error.message, parameter="body", line=error.line, column=error.column) from None
         except LateEventError as error:
             raise BadRequest(str(error), parameter="body") from None
         except MixedTimeError as error:
             raise _mixed_kinds(error, data, arrival) from None
-        service.engine.notify(appended.records)
-    derived = [{"position": r.position, "stream": r.event.stream, "time": r.event.time.json()}
-               for r in appended.derived]  # fmt: skip
-    body = {"stream": stream, "accepted": appended.accepted, "first_position": appended.positions.start,
-            "next_position": appended.positions.stop, "derived": derived}  # fmt: skip
-    return jsonify(body), 202
+    return jsonify({"stream": stream, **submitted_json(submitted)}), 202
+
+
+def submitted_json(submitted: Submitted) -> dict[str, object]:
+    """The 202's body: what was taken, what it released into the log (positions, derived events),
+    and under an event-time policy the watermark, the events held and the late ones kept."""
+    appended = submitted.appended
+    positions = appended.positions if appended is not None else None
+    body: dict[str, object] = {
+        "accepted": submitted.accepted,
+        "first_position": positions.start if positions is not None else None,
+        "next_position": positions.stop if positions is not None else None,
+        "derived": [
+            {"position": r.position, "stream": r.event.stream, "time": r.event.time.json()}
+            for r in (appended.derived if appended is not None else ())
+        ],
+    }
+    if submitted.watermark is not None or submitted.held or submitted.late:
+        watermark = submitted.watermark
+        body |= {"watermark": watermark.json() if watermark is not None else None,
+                 "held": submitted.held, "late": list(submitted.late)}  # fmt: skip
+    return body
+
+
+def _lateness() -> float | None:
+    """`max-lateness=` (seconds or PT5S): this stream's allowed lateness from this request on."""
+    given = request.args.get("max-lateness")
+    if given is None:
+        return None
+    try:
+        return duration(given)
+    except InvalidInput as error:
+        raise BadRequest(str(error), parameter="max-lateness") from None
 
 
 def _mixed_kinds(error: MixedTimeError, data: bytes, arrival: Timestamp) -> BadRequest:
@@ -78,9 +109,13 @@ def _mixed_kinds(error: MixedTimeError, data: bytes, arrival: Timestamp) -> BadR
     return BadRequest(message, parameter="body", line=line, column=column)
 
 
-def _not_produced(service: Streaming, stream: str) -> None:
+def not_produced(service: Streaming, stream: str) -> None:
     """A stream a REGISTER STREAM query produces takes no events from clients: its events are
     that query's evaluations, in time order with everything else (docs/endpoint.md)."""
+    if stream.startswith("urn:rsep:"):
+        raise BadRequest(
+            f"<{stream}> is one of rsep's own streams: clients do not post to it", parameter="stream"
+        )
     owner = service.producers.owner(stream)
     if owner is not None:
         raise BadRequest(

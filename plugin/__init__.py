@@ -54,6 +54,9 @@ _MODULES = {
     "rsep.plugin.service.checkpoints": ("CheckpointStore",),
     "rsep.plugin.service.engine": ("FAILED", "StreamingEngine"),
     "rsep.plugin.service.inprocess": ("InProcessEngine",),
+    "rsep.plugin.service.ingest": ("Ingest", "Submitted"),
+    "rsep.plugin.service.reorder": ("EventTimePolicy", "ReorderBuffer"),
+    "rsep.plugin.store.late_events": ("LateEventGraphs",),
     "rsep.plugin.service.lifecycle": ("EngineWiring",),
     "rsep.plugin.service.listeners": ("MatchListeners", "Subscription"),
     "rsep.plugin.service.producers": (
@@ -248,6 +251,12 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     from rsep.plugin.service.engine import (
         StreamingEngine as StreamingEngine,
     )
+    from rsep.plugin.service.ingest import (
+        Ingest as Ingest,
+    )
+    from rsep.plugin.service.ingest import (
+        Submitted as Submitted,
+    )
     from rsep.plugin.service.inprocess import (
         InProcessEngine as InProcessEngine,
     )
@@ -277,6 +286,12 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.service.registry import (
         Registry as Registry,
+    )
+    from rsep.plugin.service.reorder import (
+        EventTimePolicy as EventTimePolicy,
+    )
+    from rsep.plugin.service.reorder import (
+        ReorderBuffer as ReorderBuffer,
     )
     from rsep.plugin.service.split import (
         SplitEngine as SplitEngine,
@@ -313,6 +328,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.store.kb import (
         KnowledgeBase as KnowledgeBase,
+    )
+    from rsep.plugin.store.late_events import (
+        LateEventGraphs as LateEventGraphs,
     )
     from rsep.plugin.store.literal_limit import (
         limit_literals as limit_literals,

@@ -74,6 +74,16 @@ class Timestamp:
         moment = datetime.now(UTC)
         return cls(moment.timestamp(), moment.isoformat().replace("+00:00", "Z"), False)
 
+    @classmethod
+    def at(cls, seconds: float, numeric: bool) -> Timestamp:
+        """A time rsep computes (a watermark), of the given kind: a number's shortest form, or an
+        xsd:dateTime in UTC."""
+        if numeric:
+            lexical = str(int(seconds)) if seconds.is_integer() else repr(seconds)
+            return cls(seconds, lexical, True)
+        moment = datetime.fromtimestamp(seconds, UTC)
+        return cls(seconds, moment.isoformat().replace("+00:00", "Z"), False)
+
     @property
     def kind(self) -> str:
         """The kind of time, for messages: epoch seconds and abstract units do not compare."""

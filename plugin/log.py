@@ -29,6 +29,7 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 from rsep.plugin.errors import EngineUnavailable, InvalidInput, StorageFailure
@@ -71,7 +72,7 @@ class LogRecord:
     event: GraphEvent
 
 
-def _encode(event: GraphEvent) -> list[object]:
+def encode_event(event: GraphEvent) -> list[object]:
     """[stream, name, seconds, lexical, numeric, ntriples], and for an event spanning an interval
     the start's seconds and lexical form after them (of the end's kind): logs written before
     intervals, six fields per event, read the same."""
@@ -89,7 +90,7 @@ def _encode(event: GraphEvent) -> list[object]:
     return fields
 
 
-def _decode(position: int, fields: list[object]) -> LogRecord:
+def decode_record(position: int, fields: list[object]) -> LogRecord:
     stream, name, seconds, lexical, numeric, ntriples = fields[:6]
     time = Timestamp(float(seconds), str(lexical), bool(numeric))  # type: ignore[arg-type]
     start = None
@@ -102,9 +103,12 @@ class EventLog:
     """Append-only, fsynced, segmented; safe for one writer and many readers
     in one process (appends are serialised by a lock; readers read files)."""
 
-    def __init__(self, directory: Path, segment_size: int = SEGMENT_SIZE) -> None:
+    def __init__(self, directory: Path, segment_size: int = SEGMENT_SIZE, *, ordered: bool = True) -> None:
         self.directory = directory
         self.segment_size = segment_size
+        self.ordered = ordered
+        """False: events in any time order (the reorder buffer's journal, rsep.plugin.service.reorder);
+        their timestamps are still all of one kind."""
         self.directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._failed: tuple[Path, int] | None = None
@@ -138,7 +142,7 @@ class EventLog:
         with self._lock:
             self.check_order(events)
             first = self._next
-            line = json.dumps([first, [_encode(e) for e in events]], ensure_ascii=False) + "\n"
+            line = json.dumps([first, [encode_event(e) for e in events]], ensure_ascii=False) + "\n"
             path = self._segment_for_append(first)
             created = not path.exists()
             self._cut_failed_append()
@@ -164,13 +168,11 @@ class EventLog:
     def check_order(self, events: Sequence[GraphEvent]) -> None:
         """Raise LateEventError unless `events` may follow the log's newest event, in order, and
         MixedTimeError unless their timestamps are all of the log's kind."""
+        check_kind(events, self.numeric)
+        if not self.ordered:
+            return
         last = self.last_time
-        numeric, first = self.numeric, None
         for event in events:
-            if numeric is None:
-                numeric, first = event.time.numeric, event
-            elif event.time.numeric != numeric:
-                raise _mixed(event, first)
             if last is not None and event.time.seconds < last:
                 raise LateEventError(
                     f"event {event.name} at {event.time.lexical} is older than the newest accepted event "
@@ -200,7 +202,21 @@ class EventLog:
                     if position >= stop:
                         return
                     if position >= start:
-                        yield _decode(position, fields)
+                        yield decode_record(position, fields)
+
+    def drop_before(self, position: int) -> None:
+        """Delete the segments that hold only positions before `position` (a journal's released
+        events: rsep.plugin.service.reorder); the newest segment always stays."""
+        with self._lock:
+            segments = self._segments()
+            dropped = False
+            for (_, path), (following, _) in pairwise(segments):
+                if following > position:
+                    break
+                path.unlink()
+                dropped = True
+            if dropped:
+                _fsync_directory(self.directory)
 
     def _segments(self) -> list[tuple[int, Path]]:
         return sorted((int(p.stem), p) for p in self.directory.glob("*.jsonl"))
@@ -232,7 +248,18 @@ class EventLog:
                     newest = batch[-1]
         if newest is None:
             return next_position, None
-        return next_position, _decode(next_position - 1, newest).event.time
+        return next_position, decode_record(next_position - 1, newest).event.time
+
+
+def check_kind(events: Sequence[GraphEvent], numeric: bool | None) -> None:
+    """Raise MixedTimeError unless every event's time is of the kind `numeric` (numbers or
+    xsd:dateTimes; None: the kind of the first event)."""
+    first = None
+    for event in events:
+        if numeric is None:
+            numeric, first = event.time.numeric, event
+        elif event.time.numeric != numeric:
+            raise _mixed(event, first)
 
 
 def _mixed(event: GraphEvent, first: GraphEvent | None) -> MixedTimeError:

@@ -56,7 +56,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
-from rsep.plugin.log import LogRecord, _decode
+from rsep.plugin.log import LogRecord, decode_record
 from rsep.plugin.numbering import NumberedEvent, number_records
 from rsep.plugin.service.registry import write_atomically
 
@@ -114,7 +114,7 @@ def read_log(
                         continue
                     if (stop is not None and at >= stop) or (limit is not None and len(records) >= limit):
                         return LogSpan(records, at, segment, byte)
-                    records.append(_decode(at, fields))
+                    records.append(decode_record(at, fields))
                 byte += len(line)
                 position = max(position, first + len(batch))
     return LogSpan(records, position, segment, byte)
