@@ -216,23 +216,22 @@ SELECT ?g ?name ?t ?w ?o WHERE {
     assert client_events(app) == []
 
 
-def test_without_a_policy_the_endpoint_refuses_a_per_request_lateness(app) -> None:
+@pytest.mark.parametrize(
+    ("options", "given", "said"),
+    [({}, "5", "--max-lateness"), ({"RSEP_MAX_LATENESS": 1.0}, "soon", "max-lateness")],
+    ids=["without a policy", "not a duration"],
+)
+def test_a_per_request_lateness_is_refused_without_a_policy_or_a_duration(
+    make_app, options, given, said
+) -> None:
+    app = make_app(**options)
     response = app.test_client().post(
-        f"/streams?stream={NUMBERS}&max-lateness=5",
+        f"/streams?stream={NUMBERS}&max-lateness={given}",
         data=n(1, "a").nquads(),
         content_type="application/n-quads",
     )
-    assert response.status_code == 400 and "--max-lateness" in response.get_data(as_text=True)
-
-
-def test_a_bad_lateness_parameter_is_a_400_naming_it(make_app) -> None:
-    app = make_app(RSEP_MAX_LATENESS=1.0)
-    response = app.test_client().post(
-        f"/streams?stream={NUMBERS}&max-lateness=soon",
-        data=n(1, "a").nquads(),
-        content_type="application/n-quads",
-    )
-    assert response.status_code == 400 and "max-lateness" in response.get_data(as_text=True)
+    assert response.status_code == 400 and said in response.get_data(as_text=True)
+    assert client_events(app) == []
 
 
 def test_clients_do_not_post_to_the_watermark_stream(make_app) -> None:
