@@ -17,6 +17,7 @@ from rsep.plugin.numbering import NumberedEvent, number_events
 from rsep.plugin.replay import Replay
 from rsep.plugin.service import checkpoints as checkpoint_format
 from rsep.plugin.service.match_graphs import match_iri
+from rsep.plugin.service.reorder import watermark_mark
 from rsep.plugin.spark.log_source import SnapshotFiles
 from rsep.plugin.store.gpm_stage import GpmEvaluator
 from tests.spark_streaming.support import (
@@ -117,6 +118,28 @@ def test_random_logs_give_the_graphs_of_the_in_process_engine(make_node, kb, see
     node.wait(*queries, timeout=150)
     for query in queries:
         expected = in_process_graphs(query, node.log)
+        assert graph_iris(kb, query.iri) == sorted(expected), query.text
+        for iri, quads in expected.items():
+            assert graph_quads(kb, iri) == quads
+
+
+def test_watermark_marks_in_the_log_give_the_graphs_of_the_in_process_engine(make_node, kb):
+    """A log that the reorder buffer wrote (events released in order, each release followed by
+    a watermark mark, an event with no triple on urn:rsep:watermark): the Spark engine skips the
+    marks as no query's stream and lets them advance time as the in-process engine does."""
+    node = make_node()
+    node.engine.start()
+    queries = [node.register(QUERIES[name], start=0) for name in ("any", "negation")]
+    events = random_events(40, 5)
+    rng = random.Random(5)
+    cuts = sorted(rng.sample(range(1, len(events)), 6))
+    for start, end in zip([0, *cuts], [*cuts, len(events)], strict=True):
+        following = events[end].time.seconds if end < len(events) else events[-1].time.seconds + 1
+        node.ingest([*events[start:end], watermark_mark(following, True)])
+    node.wait(*queries, timeout=150)
+    for query in queries:
+        expected = in_process_graphs(query, node.log)
+        assert expected, query.text
         assert graph_iris(kb, query.iri) == sorted(expected), query.text
         for iri, quads in expected.items():
             assert graph_quads(kb, iri) == quads
