@@ -97,13 +97,14 @@ def free_port() -> int:
 
 
 class Server:
-    """`rsep serve` in a subprocess on a free port and a fresh data folder."""
+    """`rsep serve` in a subprocess on a free port and a fresh data folder (`options`: more of
+    its flags)."""
 
-    def __init__(self, engine: str, data: Path, master: str) -> None:
+    def __init__(self, engine: str, data: Path, master: str, options: Sequence[str] = ()) -> None:
         self.port = free_port()
         self.log = data.parent / f"{data.name}.log"
         command = [sys.executable, "-m", "rsep.endpoint.cli", "serve", "--port", str(self.port),
-                   "--data", str(data), "--engine", engine, "--master", master]  # fmt: skip
+                   "--data", str(data), "--engine", engine, "--master", master, *options]  # fmt: skip
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
         began = time.monotonic()
