@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import random
@@ -282,7 +283,7 @@ def latency(setting: Setting) -> Latency:
     """The tail: matches completed within L of the end of the stream that ends first. Its newest
     time stops there, and holds the watermark L below it until the stream is idle."""
     ends = [max(p.time for p in setting.posted if p.event.stream == s) for s in (OPENS, CLOSES)]
-    cut = min(ends) - (setting.lateness or 0.0)
+    cut = math.inf if setting.lateness is None else min(ends) - setting.lateness
     steady: list[float] = []
     tail: list[float] = []
     for arrived, record in setting.pushed:
