@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.bench_latency import REPO, Client, Server, percentile
+from bench.bench_latency import REPO, Client, Server, open_events, percentile
 
 OPENS = "http://example.org/bench/opens"
 CLOSES = "http://example.org/bench/closes"
@@ -156,13 +156,7 @@ class Listener:
     """The query's Server-Sent Events on a thread: each match with its arrival (epoch seconds)."""
 
     def __init__(self, port: int, query_id: str, into: list[tuple[float, dict[str, object]]]) -> None:
-        import http.client
-
-        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=None)
-        self.connection.request("GET", f"/queries/{query_id}/events", headers={"Accept": "text/event-stream"})
-        self.response = self.connection.getresponse()
-        if self.response.status != 200:
-            raise SystemExit(f"GET /queries/{query_id}/events answered {self.response.status}")
+        self.connection, self.response = open_events(port, query_id)
         self.into = into
         threading.Thread(target=self._read, daemon=True).start()
 

@@ -144,19 +144,21 @@ def test_errors_show_their_line_and_column(server: Server, open_page: OpenPage) 
     expect(page.locator("#ingest-status")).to_have_text(re.compile("^Failed: "))
 
 
-def test_smart_grid_match_arrives_live(server: Server, open_page: OpenPage) -> None:
-    page = open_page(server)
-
-    # background knowledge through the Graph Store Protocol
+def register_smart_grid(page: Page) -> None:
+    """Its background knowledge through the Graph Store Protocol, then SPAseq Query 1 registered
+    (the page starts watching the new query)."""
     page.select_option("#data-format", "application/trig")
     page.fill("#data-text", (SMART_GRID / "kb.trig").read_text())
     page.click("#data-send")
     expect(page.locator("#data-status")).to_have_text("Loaded into the store.")
-
-    # register SPAseq Query 1; the page starts watching the new query
     page.fill("#event-query", (SMART_GRID / "query.rq").read_text())
     page.select_option("#policy", "unrestricted")
     page.click("#register-send")
+
+
+def test_smart_grid_match_arrives_live(server: Server, open_page: OpenPage) -> None:
+    page = open_page(server)
+    register_smart_grid(page)
     query_id = page.locator("#register-result .query-id").inner_text()
     assert re.fullmatch(r"[0-9a-f]{16}", query_id)
     expect(page.locator("#register-status")).to_have_text(f"Registered query {query_id}.")
@@ -286,12 +288,7 @@ def test_files_posted_one_at_a_time_show_the_watermark_and_a_late_event_its_400(
     (its match arrives live), and an event older than the watermark is refused, named."""
     server = make_server(None, "--max-lateness", "PT1H", "--idle-timeout", "1")
     page = open_page(server)
-    page.select_option("#data-format", "application/trig")
-    page.fill("#data-text", (SMART_GRID / "kb.trig").read_text())
-    page.click("#data-send")
-    expect(page.locator("#data-status")).to_have_text("Loaded into the store.")
-    page.fill("#event-query", (SMART_GRID / "query.rq").read_text())
-    page.click("#register-send")
+    register_smart_grid(page)
     expect(page.locator("#register-status")).to_contain_text("Registered query")
     held = {"power.trig": 3, "weather.trig": 6, "storage.trig": 8}
     for stream, path in STREAM_FILES.items():
