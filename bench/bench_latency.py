@@ -97,13 +97,14 @@ def free_port() -> int:
 
 
 class Server:
-    """`rsep serve` in a subprocess on a free port and a fresh data folder."""
+    """`rsep serve` in a subprocess on a free port and a fresh data folder (`options`: more of
+    its flags)."""
 
-    def __init__(self, engine: str, data: Path, master: str) -> None:
+    def __init__(self, engine: str, data: Path, master: str, options: Sequence[str] = ()) -> None:
         self.port = free_port()
         self.log = data.parent / f"{data.name}.log"
         command = [sys.executable, "-m", "rsep.endpoint.cli", "serve", "--port", str(self.port),
-                   "--data", str(data), "--engine", engine, "--master", master]  # fmt: skip
+                   "--data", str(data), "--engine", engine, "--master", master, *options]  # fmt: skip
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
         began = time.monotonic()
@@ -192,15 +193,21 @@ class Run:
     pushed_total: int = 0
 
 
+def open_events(port: int, query_id: str) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    """`GET /queries/{id}/events`, answered 200 (or the benchmark stops)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=None)
+    connection.request("GET", f"/queries/{query_id}/events", headers={"Accept": "text/event-stream"})
+    response = connection.getresponse()
+    if response.status != 200:
+        raise SystemExit(f"GET /queries/{query_id}/events answered {response.status}")
+    return connection, response
+
+
 class Listener:
     """The query's Server-Sent Events stream on a thread: arrival time per completed key."""
 
     def __init__(self, port: int, query_id: str, pairs: list[Pair]) -> None:
-        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=None)
-        self.connection.request("GET", f"/queries/{query_id}/events", headers={"Accept": "text/event-stream"})
-        self.response = self.connection.getresponse()
-        if self.response.status != 200:
-            raise SystemExit(f"GET /queries/{query_id}/events answered {self.response.status}")
+        self.connection, self.response = open_events(port, query_id)
         self.pairs = pairs
         self.count = 0
         self.thread = threading.Thread(target=self._read, daemon=True)

@@ -13,9 +13,13 @@ served when the endpoint runs from a checkout (`GET /ui/examples`, 404 from an i
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Sequence
 from pathlib import Path
 
-from flask import Blueprint, Flask, Response, abort, render_template, send_from_directory
+from flask import Blueprint, Flask, Response, abort, current_app, render_template, send_from_directory
+
+from rsep.plugin import GraphEvent, parse_events
 
 bp = Blueprint("workbench", __name__)
 
@@ -52,15 +56,48 @@ def page() -> Response:
 
 @bp.get("/ui/examples")
 def examples() -> Response:
-    """Each example folder's manifest with its query text; the data files are fetched one by one."""
+    """Each example folder's manifest with its query text and the lateness its files need posted
+    one at a time; the data files are fetched one by one. `event_time`: the endpoint's policy
+    (`--max-lateness`, `--idle-timeout`, `--late`), which the page compares with that need."""
     if not EXAMPLES.is_dir():
         abort(404)
     found = []
     for folder in sorted(path for path in EXAMPLES.iterdir() if (path / "manifest.json").is_file()):
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
         query = (folder / "query.rq").read_text(encoding="utf-8")
-        found.append({"name": folder.name, **manifest, "query": query})
-    return Response(json.dumps({"examples": found}, ensure_ascii=False), mimetype="application/json")
+        files = {**manifest["streams"], **manifest.get("then", {})}
+        need = lateness_needed([_events(folder, stream, name) for stream, name in files.items()])
+        found.append({"name": folder.name, **manifest, "query": query, "lateness_needed": need})
+    config = current_app.config
+    policy = {"max_lateness": config["RSEP_MAX_LATENESS"], "idle_timeout": config["RSEP_IDLE_TIMEOUT"],
+              "late": config["RSEP_LATE"]}  # fmt: skip
+    body = {"examples": found, "event_time": policy}
+    return Response(json.dumps(body, ensure_ascii=False), mimetype="application/json")
+
+
+def _events(folder: Path, stream: str, name: str) -> list[GraphEvent]:
+    media = "application/n-quads" if name.endswith(".nq") else "application/trig"
+    return parse_events((folder / name).read_bytes(), media, stream, source=name, scope="x")
+
+
+def lateness_needed(files: Sequence[Sequence[GraphEvent]]) -> float:
+    """The smallest `--max-lateness` under which none of these files' events is late when each
+    file is posted in one request, in this order, and no stream goes idle meanwhile: the
+    watermark before file i is the most any earlier request moved it to, min over the streams
+    seen of (their newest - L) (rsep.plugin.service.reorder), and file i's oldest event must
+    not be older."""
+    newest: dict[str, float] = {}
+    moved = -math.inf
+    """Max over the requests so far of min over the streams seen of their newest."""
+    need = 0.0
+    for events in files:
+        if not events:
+            continue
+        need = max(need, moved - min(event.time.seconds for event in events))
+        for event in events:
+            newest[event.stream] = max(newest.get(event.stream, -math.inf), event.time.seconds)
+        moved = max(moved, min(newest.values()))
+    return need
 
 
 @bp.get("/ui/examples/<name>/<path:file>")

@@ -412,15 +412,11 @@
           method: "POST", body: textarea.value, contentType: format.value,
         });
         const body = await response.json();
-        const last = body.next_position - 1;
-        const positions = body.accepted === 0 ? ""
-          : body.accepted === 1 ? " (log position " + last + ")"
-            : " (log positions " + body.first_position + "–" + last + ")";
         const derived = (body.derived || []).length;
         const before = derived === 0 ? ""
           : " " + plural(derived, "event", "events") + " derived by REGISTER STREAM queries went in before.";
-        setStatus(status, "Accepted " + plural(body.accepted, "event", "events") + positions + " on " +
-          body.stream + "." + before, "ok");
+        setStatus(status, "Accepted " + plural(body.accepted, "event", "events") + ingested(body) + " on " +
+          body.stream + "." + before + eventTime(body), "ok");
       } catch (error) {
         setStatus(status, "Failed: " + error.message, "error");
         form.append(errorBox(error, { textarea, name: "events" }));
@@ -428,6 +424,25 @@
         busy(button, false);
       }
     });
+  }
+
+  // Where a 202's events went in the log. Under an event-time policy (a `watermark` in the body)
+  // the positions are those of what the watermark released, of any request: not said.
+  function ingested(body) {
+    if ("watermark" in body || body.accepted === 0) return "";
+    const last = body.next_position - 1;
+    return body.accepted === 1 ? " (log position " + last + ")"
+      : " (log positions " + body.first_position + "–" + last + ")";
+  }
+
+  // Under an event-time policy (rsep serve --max-lateness): the watermark, the events held, the
+  // late events kept aside (--late side).
+  function eventTime(body) {
+    if (!("watermark" in body)) return "";
+    const late = (body.late || []).length;
+    const kept = late === 0 ? "" : " " + plural(late, "late event", "late events") + " kept in <urn:rsep:late>.";
+    return " Watermark " + body.watermark + ": " + plural(body.held, "event", "events") +
+      " held until it passes them." + kept;
   }
 
   // ------------------------------------------------------------------ live matches (SSE)

@@ -23,7 +23,9 @@
     const response = await fetch(path, request);
     if (!response.ok) {
       const text = (await response.text()).trim();
-      throw new Error(text || response.status + " " + response.statusText);
+      const error = new Error(text || response.status + " " + response.statusText);
+      error.status = response.status;
+      throw error;
     }
     return response;
   }
@@ -70,13 +72,16 @@
     resizeable: true,
   });
   let examples = [];
+  let eventTime = {}; // the endpoint's --max-lateness, --idle-timeout, --late (GET /ui/examples)
 
   async function loadExamples() {
     try {
-      examples = (await (await api("/ui/examples")).json()).examples;
+      const answer = await (await api("/ui/examples")).json();
+      examples = answer.examples;
+      eventTime = answer.event_time || {};
     } catch (error) {
       examples = [];
-      $("example-load").disabled = $("example-run").disabled = true;
+      $("example-load").disabled = $("example-run").disabled = $("example-run-files").disabled = true;
       status("event-status", "No examples here (they are the repository's examples/ folder).");
     }
   }
@@ -119,10 +124,14 @@
   }
 
   // Runs the selected dialect's example: its background knowledge into /store, the query
-  // registered, then its event files in ONE request merged by time (POST /streams/merged).
-  $("example-run").addEventListener("click", async () => {
+  // registered, then its event files: in ONE request merged by time (POST /streams/merged), or
+  // `oneAtATime`, each file in its own POST /streams, in the manifest's order (the endpoint must
+  // accept events out of order: rsep serve --max-lateness).
+  async function runExample(oneAtATime) {
     const found = example();
     if (!found) return;
+    $("example-posts").replaceChildren();
+    $("example-lateness").textContent = "";
     try {
       events.setValue(found.query);
       for (const [graph, file] of Object.entries(found.kb || {})) {
@@ -131,21 +140,96 @@
         await api(target, { method: "POST", headers: { "Content-Type": type }, body: await exampleFile(found, file) });
       }
       const query = await register(found.query);
-      const form = new FormData();
-      // `then`: events after the example's own, e.g. one that makes a window's last evaluation final
-      for (const [stream, file] of Object.entries(Object.assign({}, found.streams, found.then || {}))) {
-        form.append("stream", stream);
-        form.append("events", await exampleFile(found, file), file);
-      }
-      const answer = await (await api("/streams/merged", { method: "POST", body: form })).json();
-      status("event-status", "Ran " + found.name + ": query " + query.id + ", " + answer.accepted + " events posted.");
       watch(query.id);
+      // `then`: events after the example's own, e.g. one that makes a window's last evaluation final
+      const files = Object.entries(Object.assign({}, found.streams, found.then || {}));
+      if (oneAtATime) {
+        await postOneAtATime(found, query, files);
+      } else {
+        const form = new FormData();
+        for (const [stream, file] of files) {
+          form.append("stream", stream);
+          form.append("events", await exampleFile(found, file), file);
+        }
+        const answer = await (await api("/streams/merged", { method: "POST", body: form })).json();
+        status("event-status", "Ran " + found.name + ": query " + query.id + ", " + answer.accepted + " events posted.");
+      }
       await caughtUp(query.id);
       await refreshTimeline();
     } catch (error) {
       status("event-status", error.message, true);
     }
-  });
+  }
+
+  $("example-run").addEventListener("click", () => runExample(false));
+  $("example-run-files").addEventListener("click", () => runExample(true));
+
+  // What the endpoint's lateness means for this example's files posted one at a time.
+  function latenessNotice(found) {
+    const need = found.lateness_needed || 0;
+    const allowed = eventTime.max_lateness;
+    if (need === 0) return "Its files are in time order one after the other: no lateness needed.";
+    const needs = "Posted one at a time, its files need --max-lateness " + need + " (seconds): ";
+    if (allowed === null || allowed === undefined) return needs + "this endpoint takes events in time order only, so later files' older events are refused.";
+    if (allowed < need) return needs + "this endpoint allows " + allowed + ", so the events older than the watermark are refused.";
+    return needs + "this endpoint allows " + allowed + ".";
+  }
+
+  function events_(count) {
+    return count + (count === 1 ? " event" : " events");
+  }
+
+  function postLine(text, failed) {
+    const item = document.createElement("li");
+    item.textContent = text;
+    item.className = failed ? "error" : "ok";
+    $("example-posts").append(item);
+  }
+
+  // Each file in its own POST /streams; a refused file (400: events older than the watermark, or
+  // than the newest accepted event without --max-lateness) is shown, and the next one is posted.
+  async function postOneAtATime(found, query, files) {
+    $("example-lateness").textContent = latenessNotice(found);
+    let posted = 0;
+    let held = 0;
+    for (const [stream, file] of files) {
+      const type = file.endsWith(".nq") ? "application/n-quads" : "application/trig";
+      const label = file + " \u2192 <" + stream + ">: ";
+      try {
+        const response = await api("/streams?stream=" + encodeURIComponent(stream), {
+          method: "POST", headers: { "Content-Type": type }, body: await exampleFile(found, file),
+        });
+        const answer = await response.json();
+        posted += answer.accepted;
+        held = answer.held || 0;
+        const time = "watermark" in answer ? ", watermark " + answer.watermark + ", " + held + " held" : "";
+        postLine(label + response.status + ", " + answer.accepted + " accepted" + time, false);
+      } catch (error) {
+        postLine(label + (error.status || "failed") + " \u2014 " + error.message, true);
+      }
+    }
+    const summary = "Ran " + found.name + " one file at a time: query " + query.id + ", " + events_(posted) + " accepted.";
+    status("event-status", summary);
+    if (held) await released(summary);
+  }
+
+  // Until the reorder buffer holds nothing (GET /queries' `ingest`): with --idle-timeout the
+  // watermark moves on once every stream is silent; without it, the events wait for later ones.
+  async function released(summary) {
+    const idle = eventTime.idle_timeout;
+    const limit = idle ? Math.ceil((idle + 5) * 1000 / 250) : 1;
+    for (let tries = 0; tries < limit; tries += 1) {
+      const ingest = (await (await api("/queries")).json()).ingest || {};
+      if (!ingest.held) {
+        status("event-status", summary + " All released (watermark " + ingest.watermark + ").");
+        return;
+      }
+      const wait = idle ? " until every stream has been silent " + idle + " s (--idle-timeout)" : " until later events pass the watermark (or start the endpoint with --idle-timeout)";
+      status("event-status", summary + " " + events_(ingest.held) + " held, watermark " + ingest.watermark + ": they wait" + wait + ".");
+      if (!idle) return;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
 
   // Until the query has read every event in the log (its lag is 0): its matches are then written.
   async function caughtUp(queryId) {

@@ -37,9 +37,9 @@ CHROMIUM_ARGS = [
 def make_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
     servers: list[Server] = []
 
-    def make(token: str | None = None) -> Server:
+    def make(token: str | None = None, *options: str) -> Server:
         index = len(servers)
-        server = Server(tmp_path / f"data{index}", tmp_path / f"server{index}.log", token=token)
+        server = Server(tmp_path / f"data{index}", tmp_path / f"server{index}.log", token, options)
         servers.append(server)
         return server.start()
 

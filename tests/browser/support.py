@@ -47,6 +47,8 @@ class Server:
     data: Path
     log: Path
     token: str | None = None
+    options: tuple[str, ...] = ()
+    """More flags of `rsep serve` (`--max-lateness 60`)."""
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
 
@@ -59,6 +61,7 @@ class Server:
                    "--data", str(self.data), "--engine", "inprocess"]  # fmt: skip
         if self.token:
             command += ["--token", self.token]
+        command += self.options
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + SERVER_START_TIMEOUT

@@ -144,19 +144,21 @@ def test_errors_show_their_line_and_column(server: Server, open_page: OpenPage) 
     expect(page.locator("#ingest-status")).to_have_text(re.compile("^Failed: "))
 
 
-def test_smart_grid_match_arrives_live(server: Server, open_page: OpenPage) -> None:
-    page = open_page(server)
-
-    # background knowledge through the Graph Store Protocol
+def register_smart_grid(page: Page) -> None:
+    """Its background knowledge through the Graph Store Protocol, then SPAseq Query 1 registered
+    (the page starts watching the new query)."""
     page.select_option("#data-format", "application/trig")
     page.fill("#data-text", (SMART_GRID / "kb.trig").read_text())
     page.click("#data-send")
     expect(page.locator("#data-status")).to_have_text("Loaded into the store.")
-
-    # register SPAseq Query 1; the page starts watching the new query
     page.fill("#event-query", (SMART_GRID / "query.rq").read_text())
     page.select_option("#policy", "unrestricted")
     page.click("#register-send")
+
+
+def test_smart_grid_match_arrives_live(server: Server, open_page: OpenPage) -> None:
+    page = open_page(server)
+    register_smart_grid(page)
     query_id = page.locator("#register-result .query-id").inner_text()
     assert re.fullmatch(r"[0-9a-f]{16}", query_id)
     expect(page.locator("#register-status")).to_have_text(f"Registered query {query_id}.")
@@ -276,3 +278,41 @@ def test_a_window_evaluation_arrives_live_with_all_its_solutions(server: Server,
         ["<http://example.org/c1>", "<http://example.org/c2>"]
     )
     expect(page.locator("#match-announce")).to_have_text(f"New match of {query_id}: 2 solutions")
+
+
+def test_files_posted_one_at_a_time_show_the_watermark_and_a_late_event_its_400(
+    make_server: Callable[..., Server], open_page: OpenPage
+) -> None:
+    """Under --max-lateness the smart grid's files go one at a time through the ingest form: each
+    202 shows the watermark and the events held, the idle timeout releases them to the query
+    (its match arrives live), and an event older than the watermark is refused, named."""
+    server = make_server(None, "--max-lateness", "PT1H", "--idle-timeout", "1")
+    page = open_page(server)
+    register_smart_grid(page)
+    expect(page.locator("#register-status")).to_contain_text("Registered query")
+    held = {"power.trig": 3, "weather.trig": 6, "storage.trig": 8}
+    for stream, path in STREAM_FILES.items():
+        page.fill("#stream", stream)
+        page.fill("#events", path.read_text())
+        page.click("#ingest-send")
+        count = 2 if path.name == "storage.trig" else 3
+        expect(page.locator("#ingest-status")).to_have_text(
+            f"Accepted {count} events on {stream}. Watermark 2026-11-22T09:40:00Z: "
+            f"{held[path.name]} events held until it passes them."
+        )
+    expect(page.locator("#matches li.match")).to_have_count(1, timeout=30_000)  # released when idle
+
+    page.fill("#stream", "http://smartgrid.org/weather")
+    page.fill(
+        "#events",
+        """@prefix prov: <http://www.w3.org/ns/prov#> .
+@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .
+<http://smartgrid.org/w0> { <http://smartgrid.org/W0> <http://smartgrid.org/loc> <http://smartgrid.org/L1> }
+<http://smartgrid.org/w0> prov:generatedAtTime "2026-11-22T09:00:00Z"^^xsd:dateTime .
+""",
+    )
+    page.click("#ingest-send")
+    expect(page.locator("#ingest-status")).to_contain_text(
+        "Failed: event <http://smartgrid.org/w0> at 2026-11-22T09:00:00Z is older than the watermark"
+    )
+    expect(page.locator("#ingest-form .error-box")).to_contain_text("nothing of this request was stored")

@@ -140,3 +140,71 @@ def test_files_of_several_streams_are_posted_merged_by_time(open_page: OpenPage,
     page.fill("#file-stream-0", "")
     page.click("#files-send")
     expect(page.locator("#files-status")).to_have_text("Give the stream IRI of power.trig.")
+
+
+def test_the_example_is_posted_one_file_at_a_time_under_a_lateness(
+    open_page: OpenPage, make_server: Callable[..., Server]
+) -> None:
+    """The smart grid's files interleave by 35 minutes: with --max-lateness PT1H each goes in its
+    own POST /streams, the 202s show the watermark and the events held, and the idle timeout
+    releases them to the query, whose match reaches the timeline."""
+    server = make_server(None, "--max-lateness", "PT1H", "--idle-timeout", "1")
+    page = workbench(open_page, server)
+    page.select_option("#dialect", "spaseq")
+    page.click("#example-run-files")
+    posts = page.locator("#example-posts li")
+    expect(posts).to_have_count(3)
+    expect(posts.nth(0)).to_have_text(
+        "power.trig \u2192 <http://smartgrid.org/mainSource>: 202, 3 accepted, watermark "
+        "2026-11-22T09:40:00Z, 3 held"  # 10:40, its newest, less an hour
+    )
+    expect(posts.nth(1)).to_contain_text("weather.trig")
+    expect(posts.nth(1)).to_contain_text("202, 3 accepted, watermark 2026-11-22T09:40:00Z, 6 held")
+    expect(posts.nth(2)).to_contain_text("202, 2 accepted")
+    expect(page.locator("#example-posts li.error")).to_have_count(0)
+    expect(page.locator("#event-status")).to_contain_text("8 events accepted")
+    expect(page.locator("#example-lateness")).to_have_text(
+        "Posted one at a time, its files need --max-lateness 2100 (seconds): this endpoint allows 3600."
+    )
+    expect(page.locator("#event-status")).to_contain_text("All released", timeout=30_000)
+    bar = page.locator("#timeline .vis-item.rsep-match")
+    expect(bar).to_have_count(1, timeout=30_000)
+
+
+def test_events_older_than_the_watermark_are_shown_refused(
+    open_page: OpenPage, make_server: Callable[..., Server]
+) -> None:
+    """A lateness of 60 s is less than the 35 minutes the smart grid's files need: the weather
+    file's 400 names the watermark, the page says which lateness the example needs, and the
+    files that were on time are accepted."""
+    server = make_server(None, "--max-lateness", "60")
+    page = workbench(open_page, server)
+    page.select_option("#dialect", "spaseq")
+    page.click("#example-run-files")
+    posts = page.locator("#example-posts li")
+    expect(posts).to_have_count(3)
+    refused = page.locator("#example-posts li.error")
+    expect(refused).to_have_count(2)
+    expect(refused.first).to_contain_text("weather.trig \u2192 <http://smartgrid.org/weather>: 400")
+    expect(refused.first).to_contain_text("is older than the watermark 2026-11-22T10:39:00Z")
+    expect(posts.nth(0)).to_have_class("ok")
+    expect(page.locator("#example-lateness")).to_contain_text(
+        "need --max-lateness 2100 (seconds): this endpoint allows 60, so the events older than the "
+        "watermark are refused."
+    )
+    expect(page.locator("#event-status")).to_contain_text(
+        "3 events accepted. 1 event held, watermark 2026-11-22T10:39:00Z: they wait until later events"
+    )
+
+
+def test_without_a_lateness_the_page_says_files_must_come_in_time_order(
+    open_page: OpenPage, server: Server
+) -> None:
+    page = workbench(open_page, server)
+    page.select_option("#dialect", "spaseq")
+    page.click("#example-run-files")
+    expect(page.locator("#example-posts li")).to_have_count(3)
+    expect(page.locator("#example-posts li.error").first).to_contain_text(
+        "400 \u2014 body: event <http://smartgrid.org/w1> at 2026-11-22T10:05:00Z is older than"
+    )
+    expect(page.locator("#example-lateness")).to_contain_text("takes events in time order only")
