@@ -30,13 +30,16 @@ The journal's segments that hold released events only are deleted after each rel
 from __future__ import annotations
 
 import heapq
+import json
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from rsep.plugin.errors import EngineUnavailable
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.log import EventLog, check_kind
 from rsep.plugin.vocabulary import WATERMARK_STREAM
@@ -88,6 +91,9 @@ class ReorderBuffer:
         self.policy = policy
         self.clock = clock
         self.journal = EventLog(directory, JOURNAL_SEGMENT, ordered=False)
+        self._overrides_file = directory / "lateness.json"
+        self._overrides: dict[str, float] = _read_overrides(self._overrides_file)
+        """Streams' own lateness (`max-lateness=`), kept across restarts."""
         self.watermark = -math.inf if released_to is None else released_to.seconds
         """Every event before it is released (or was refused as late)."""
         self._numeric = None if released_to is None else released_to.numeric
@@ -101,7 +107,7 @@ class ReorderBuffer:
         now = self.clock()
         for record in self.journal.read():
             event = record.event
-            self._seen(event, now, self.policy.lateness)
+            self._seen(event, now, self._overrides.get(event.stream))
             if event.time.seconds >= self.watermark:
                 heapq.heappush(self._held, (event.time.seconds, record.position, event))
 
@@ -141,12 +147,21 @@ class ReorderBuffer:
         """Journal (fsynced) and hold events that are not late; `lateness` overrides the
         lateness of their streams from now on. Raises what `EventLog.append` raises, holding
         nothing."""
+        if lateness is not None:
+            self._override({event.stream for event in events}, lateness)
         positions = self.journal.append(events)
         now = self.clock()
         for position, event in zip(positions, events, strict=True):
             self._seen(event, now, lateness)
             heapq.heappush(self._held, (event.time.seconds, position, event))
         return positions
+
+    def _override(self, streams: set[str], lateness: float) -> None:
+        """Keep the streams' own lateness (durably, before their events are held)."""
+        if all(self._overrides.get(stream) == lateness for stream in streams):
+            return
+        self._overrides.update(dict.fromkeys(streams, lateness))
+        _write_overrides(self._overrides_file, self._overrides)
 
     def _seen(self, event: GraphEvent, now: float, lateness: float | None) -> None:
         self._numeric = event.time.numeric
@@ -204,3 +219,30 @@ class ReorderBuffer:
         oldest = min((position for _, position, _ in self._held), default=self.journal.next_position)
         self.journal.drop_before(oldest)
         return result
+
+
+def _read_overrides(path: Path) -> dict[str, float]:
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as error:
+        raise EngineUnavailable(
+            f"{path}: unreadable ({error}); remove it to forget the streams' own lateness"
+        ) from None
+    return {str(stream): float(seconds) for stream, seconds in found.items()}
+
+
+def _write_overrides(path: Path, overrides: dict[str, float]) -> None:
+    """Replace the file atomically: written beside it, fsynced, renamed, the directory fsynced."""
+    temporary = path.with_suffix(".tmp")
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(overrides, handle, sort_keys=True)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+    descriptor = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

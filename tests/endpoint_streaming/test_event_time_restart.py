@@ -6,8 +6,6 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
-import pytest
-
 from rsep.endpoint.app import create_app
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from tests.support.streaming_endpoint import config, shut_down
@@ -25,12 +23,6 @@ def posted(client, t: float, name: str) -> int:
     return response.status_code
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ReorderBuffer._recover rebuilds each stream with the policy's lateness, not the one the "
-    "stream was given by max-lateness=; the start-up release then moves the watermark past events "
-    "the stream's own lateness still allows (reported to the lead, issue 18)",
-)
 def test_a_streams_own_lateness_holds_after_a_crash(data_dir: Path) -> None:
     """--max-lateness 1, the stream posting with max-lateness=60: 100 then 50 are held (W = 40). The
     same client posting 60 next is on time without a crash; after one, it should be too."""
