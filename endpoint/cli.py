@@ -35,7 +35,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from rsep.endpoint import settings
+from rsep.endpoint import collector, settings
 from rsep.endpoint.progress import Progress
 from rsep.endpoint.progress import wanted as progress_wanted
 from rsep.endpoint.run_command import KbFile, RunRequest, StreamedRun, StreamFile, start, write
@@ -227,6 +227,7 @@ def _run(args: argparse.Namespace) -> int:
     progress = Progress(False, "")
     try:
         outcome = start(request)
+        collector.tune()
         if isinstance(outcome, StreamedRun):  # counted as the files are read
             progress = Progress(shown, "read")
             outcome.sources = [progress.counted(source) for source in outcome.sources]
@@ -268,6 +269,7 @@ def _serve(args: argparse.Namespace) -> int:
     ready = time.monotonic() - began
     sys.stderr.write(f"rsep: listening on {url} (SPARQL endpoint {url}sparql), ready in {ready:.1f} s\n")
     sys.stderr.flush()
+    collector.tune()
     server.run()  # returns when a signal handler raises SystemExit
     return 0
 

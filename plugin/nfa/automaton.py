@@ -76,6 +76,14 @@ def atom_gpms(atom: Atom) -> frozenset[int]:
     return frozenset().union(*(atom_gpms(op) for op in atom.operands))
 
 
+def starting_gpms(automaton: Automaton) -> frozenset[int] | None:
+    """The GPMs whose rows can start a run: those of the initial states' atoms (None when an
+    initial state's atom reads none, and so could start without a row). A partition key with no
+    state whose rows are all of other GPMs has nothing those rows can continue or start."""
+    found = [atom_gpms(automaton.states[i].atom) for i in automaton.initial]
+    return frozenset().union(*found) if found and all(found) else None
+
+
 class Action(Enum):
     TAKE = "take"
     """Consume the matching events and move to the target state."""

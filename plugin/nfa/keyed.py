@@ -36,7 +36,7 @@ from itertools import groupby
 from typing import Protocol
 
 from rsep.plugin.graph_events import GraphEvent
-from rsep.plugin.nfa.automaton import Automaton
+from rsep.plugin.nfa.automaton import Automaton, starting_gpms
 from rsep.plugin.nfa.buffer_state import BufferState, Truncated
 from rsep.plugin.nfa.lean import LeanRuntime
 from rsep.plugin.nfa.lean_plan import buffered_eligible, lean_eligible
@@ -87,12 +87,13 @@ class KeyedNfa:
     """An automaton's per-key step. Pickles as its automaton and key only: the `Runtime` (which
     compiles the stateful filters) is built where the step runs, once per copy."""
 
-    __slots__ = ("_runtime", "automaton", "key")
+    __slots__ = ("_runtime", "_starters", "automaton", "key")
 
     def __init__(self, automaton: Automaton, key: Sequence[str]) -> None:
         self.automaton = automaton
         self.key = tuple(key)
         self._runtime: Runtime | None = None
+        self._starters = starting_gpms(automaton) if self.key else None
 
     def __getstate__(self) -> tuple[Automaton, tuple[str, ...]]:
         return self.automaton, self.key
@@ -100,6 +101,40 @@ class KeyedNfa:
     def __setstate__(self, state: tuple[Automaton, tuple[str, ...]]) -> None:
         self.automaton, self.key = state
         self._runtime = None
+        self._starters = starting_gpms(self.automaton) if self.key else None
+
+    def relevant(self, state: KeyedState, rows: GpmRows) -> GpmRows:
+        """The rows that can make a difference: every row of a GPM that starts runs, and of the
+        other GPMs only the rows of keys that have a state, or a starting row among `rows` or the
+        pending ones. The others have no run to continue or block, and none can start at or
+        before them: dropping them here spares their events, grouping and states (with many
+        queries on one stream, most rows of most queries). Rows without the key are kept."""
+        starters = self._starters
+        if starters is None or all(gpm in starters for gpm in rows):
+            return rows
+        key = self.key
+        single = key[0] if len(key) == 1 else None
+        live = state.states
+        starting: set[Key] = set()
+        for source in (rows, state.pending):
+            for gpm in starters:
+                for _, mapping in source.get(gpm, ()):
+                    found = _key_of(mapping, single, key)
+                    if found is not None:
+                        starting.add(found)
+        kept: dict[int, Sequence[tuple[int, Mapping[str, str]]]] = {}
+        for gpm, gpm_rows in rows.items():
+            if gpm in starters:
+                kept[gpm] = gpm_rows
+                continue
+            chosen = []
+            for row in gpm_rows:
+                found = _key_of(row[1], single, key)
+                if found is None or found in live or found in starting:
+                    chosen.append(row)
+            if chosen:
+                kept[gpm] = chosen
+        return kept
 
     @property
     def runtime(self) -> Runtime:
@@ -192,6 +227,15 @@ class KeyedNfa:
     def settle(self, state: KeyedState, time: float) -> list[Match]:
         """The matches whose open anti-joins no solution up to `time` blocks (`Runtime.settle`)."""
         return [match for nfa in state.states.values() for match in self.runtime.settle(nfa, time)]
+
+
+def _key_of(mapping: Mapping[str, str], single: str | None, key: tuple[str, ...]) -> Key | None:
+    """A row's partition key (None when it does not bind every key variable)."""
+    if single is not None:
+        value = mapping.get(single)
+        return None if value is None else (value,)
+    values = tuple(mapping.get(name) for name in key)
+    return None if None in values else values  # type: ignore[return-value]
 
 
 def runtime_for(automaton: Automaton, key: Sequence[str] = ()) -> Runtime:

@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
 
-from rsep.plugin.nfa.automaton import Atom, Automaton, State
+from rsep.plugin.nfa.automaton import Atom, Automaton, State, starting_gpms
 from rsep.plugin.nfa.lean_filters import EMPTY
 from rsep.plugin.nfa.lean_plan import Plan, StatePlan, Take, Unplanned
 from rsep.plugin.nfa.lean_state import LeanRun, LeanState, Node
@@ -52,6 +52,9 @@ class LeanRuntime(Runtime):
         self._visits = [0] * self._size
         self._born: list[list[LeanRun]] = [[] for _ in automaton.states]
         """Children of one group per state, moved to the state's list after the group."""
+        self._starters = starting_gpms(automaton)
+        """A key with no state whose rows are of none of these stays without one: its rows start
+        nothing and meet no run."""
 
     @property
     def visited(self) -> Counter[int]:
@@ -179,8 +182,15 @@ class LeanRuntime(Runtime):
                 later.update(rest)
             return self._general_rows(states, ready, events, key, scratch)
         found: list[Match] = []
+        starters = self._starters
         for row_key, by_rank in grouped.items():
             base = states.get(row_key)
+            if (
+                base is None
+                and starters is not None
+                and all(starters.isdisjoint(g) for _, g in by_rank.values())
+            ):
+                continue
             if scratch:
                 lean = self.adopt(base).copy() if base is not None else self.new_state()
             else:

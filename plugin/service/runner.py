@@ -162,7 +162,7 @@ class QueryRunner:
     def _evaluate(self, fresh: Sequence[NumberedEvent]) -> Rows:
         if not fresh:
             return {}
-        found = self.evaluator.evaluate((n.id, n.event) for n in fresh)
+        found = self.keyed.relevant(self.state.keyed, self.evaluator.evaluate((n.id, n.event) for n in fresh))
         rows: Rows = {gpm: [(e, dict(m)) for e, m in gpm_rows] for gpm, gpm_rows in found.items() if gpm_rows}
         matched = {event_id for gpm_rows in rows.values() for event_id, _ in gpm_rows}
         for n in fresh:

@@ -81,8 +81,10 @@ def stored_term(text: str) -> str:
 
 
 def forget_terms() -> None:
-    """Empties the term cache (and `stored_nt`'s): for measurements that replay one stream."""
+    """Empties the term and event caches (and `stored_nt`'s): for measurements that replay one
+    stream."""
     _STORED.clear()
+    _INDEXED.clear()
     stored_nt.cache_clear()
 
 
@@ -97,9 +99,30 @@ def _stored(text: str) -> str:
         return ""
 
 
+_INDEXED: dict[str, Index | None] = {}
+"""`event_index` of the events read lately, by their text: every query reading a log position
+gets the same event (the engine reads a batch once for all queries there), so with many queries
+an event's triples are indexed once, not once per query. Cleared when full."""
+_INDEXED_LIMIT = 20_000
+
+
 def event_index(text: str) -> Index | None:
     """The event's triples (canonical N-Triples, one per line) by predicate, in stored form;
-    None when a line is not read here (its event then goes to Oxigraph)."""
+    None when a line is not read here (its event then goes to Oxigraph). Memoised by text
+    (`_INDEXED`): the index is read, never changed, by the matchers."""
+    found = _INDEXED.get(text, _UNSEEN)
+    if found is not _UNSEEN:
+        return found  # type: ignore[return-value]
+    if len(_INDEXED) >= _INDEXED_LIMIT:
+        _INDEXED.clear()
+    index = _INDEXED[text] = _index(text)
+    return index
+
+
+_UNSEEN = object()
+
+
+def _index(text: str) -> Index | None:
     index: Index = {}
     cache = _STORED
     for line in text.split("\n"):

@@ -396,3 +396,12 @@ def filter_cases(draw: st.DrawFn) -> Case:
 @given(filter_cases())
 def test_fast_filters_are_oxigraph_filters(case: Case) -> None:
     test_fast_path_rows_are_the_oxigraph_rows.hypothesis.inner_test(case)  # type: ignore[attr-defined]
+
+
+def test_an_events_triples_are_indexed_once_for_every_query_reading_it():
+    """Every query at a log position reads the same event: its index is computed once."""
+    from rsep.plugin.store.fast_gpm import event_index
+
+    text = "<urn:s> <urn:p> <urn:o> .\n"
+    first = event_index(text)
+    assert first is not None and event_index(text) is first

@@ -42,9 +42,18 @@ def numbered(
     return found, rows
 
 
-def step_all(keyed: KeyedNfa, events: list[Event], case: Case, cuts: list[int], save: int | None) -> list:
+def step_all(
+    keyed: KeyedNfa,
+    events: list[Event],
+    case: Case,
+    cuts: list[int],
+    save: int | None,
+    *,
+    relevant: bool = False,
+) -> list:
     """Steps over batches of events (each batch's last rank left open, then closed), the state
-    checkpointed and resumed after batch `save`."""
+    checkpointed and resumed after batch `save`; with `relevant`, each batch's rows go through
+    `KeyedNfa.relevant` first, as the endpoint's runner does."""
     numbered_events, rows = numbered(events, case.index)
     state = KeyedState()
     found = []
@@ -58,7 +67,8 @@ def step_all(keyed: KeyedNfa, events: list[Event], case: Case, cuts: list[int], 
                 batch.setdefault(gpm, []).extend(items)
         last = numbered_events[b - 1]
         closed = last.rank if b == len(events) else last.rank - 1
-        found += keyed.step(state, batch, numbered_events, closed, last.event.time.seconds)
+        given = keyed.relevant(state, batch) if relevant else batch
+        found += keyed.step(state, given, numbered_events, closed, last.event.time.seconds)
         if number == save:
             data = pickle.loads(pickle.dumps(snapshot.encode(state.states, keyed.automaton)))
             # the reference (the general runtime) decodes as the general runtime's checkpoint

@@ -19,7 +19,7 @@ from rsep.plugin.nfa.lean import LeanRuntime
 from rsep.plugin.nfa.lean_plan import lean_eligible
 from rsep.plugin.nfa.lean_state import LeanState
 from rsep.plugin.nfa.runtime import Runtime
-from tests.nfa.keyed_steps import chunks, step_all
+from tests.nfa.keyed_steps import chunks, numbered, step_all
 from tests.nfa.patterns import Event, compile_pattern, groups_of
 from tests.nfa.random_automata import cases, groups, runs_of, streams
 
@@ -66,6 +66,22 @@ def test_the_per_key_step_finds_the_general_runtimes_matches(data: st.DataObject
     lean = KeyedNfa(case.automaton, ("k",))
     assert isinstance(lean.runtime, LeanRuntime)
     assert step_all(lean, events, case, cuts, save) == step_all(general, events, case, cuts, save)
+
+
+@SETTINGS
+@given(data=st.data(), lean=st.booleans())
+def test_dropping_the_rows_that_cannot_matter_changes_no_match(data: st.DataObject, lean: bool) -> None:
+    """`KeyedNfa.relevant` (rows of keys with no state and no starting row dropped) against
+    every row, over random automata, keys and batch cuts, on both runtimes."""
+    case = data.draw(cases())
+    events = data.draw(streams(case, ("<urn:k1>", "<urn:k2>", "<urn:k3>"), size=18))
+    cuts = sorted(data.draw(st.sets(st.integers(1, len(events)), max_size=3)))
+    save = data.draw(st.none() | st.integers(0, 3))
+    every, pruned = KeyedNfa(case.automaton, ("k",)), KeyedNfa(case.automaton, ("k",))
+    if not lean:
+        every.runtime, pruned.runtime = Runtime(case.automaton), Runtime(case.automaton)
+    expected = step_all(every, events, case, cuts, save)
+    assert step_all(pruned, events, case, cuts, save, relevant=True) == expected
 
 
 # ---------------------------------------------------------------------- what it accepts
@@ -189,3 +205,18 @@ WHERE {{ SEQ ({seq})
     assert type(runtime(query("A: B+: C", within=""))) is LeanRuntime
     epsparql = "PREFIX : <http://example.org/> SELECT * WHERE { ?x :p ?y . ?x :q ?z }"
     assert type(runtime(epsparql, dialect="ep-sparql")) is Runtime
+
+
+def test_a_key_whose_rows_start_nothing_gets_no_state():
+    """SEQ (A ; B): a B row of a key without a state meets no run and starts none, so the lean
+    runtime makes no state for its key (with many queries on one stream, most rows of most
+    queries are such rows); an A row does make one."""
+    automaton, index = compile_pattern("A ; B", variables={"A": ["k"], "B": ["k"]}, key=["k"])
+    lean = LeanRuntime(automaton, ("k",))
+    events: list[Event] = [(1.0, {"B": [{"k": "<b>"}]}), (2.0, {"A": [{"k": "<a>"}]})]
+    numbered_events, rows = numbered(events, index)
+    states: dict = {}
+    assert lean.process_rows(states, rows[0], numbered_events, ("k",)) == []
+    assert states == {}
+    lean.process_rows(states, rows[1], numbered_events, ("k",))
+    assert list(states) == [("<a>",)]
