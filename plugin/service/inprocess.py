@@ -34,6 +34,7 @@ from rsep.plugin.service.engine import (
     WindowEvaluatorFactory,
 )
 from rsep.plugin.service.lifecycle import EngineWiring, QuerySlots, Slot
+from rsep.plugin.service.match_graphs import ResultGraph
 from rsep.plugin.service.registry import RegisteredQuery
 from rsep.plugin.service.runner import QueryRunner
 from rsep.plugin.service.window_runner import WindowRunner
@@ -192,31 +193,54 @@ class InProcessEngine:
         moved = False
         for position, slots in sorted(by_position.items()):
             records = self._read(position, min(end, position + self.max_batch))
-            for slot in slots:
-                moved = self._step(slot, records) or moved
+            moved = self._step(slots, records) or moved
         positions = [s.runner.position for s in self._healthy() if s.runner is not None]
         self._tail.trim(min(positions, default=end))
         return moved
 
-    def _step(self, slot: _Slot, records: list[LogRecord]) -> bool:
-        with slot.lock:
-            runner = slot.runner
-            if slot.removed or slot.error or runner is None or not records:
-                return False
-            if runner.position < records[0].position:
-                return False
-            todo = records[runner.position - records[0].position :]
-            if not todo:
+    def _step(self, slots: list[_Slot], records: list[LogRecord]) -> bool:
+        """Step the queries at one log position over `records`, write the graphs of all of them
+        in ONE sink transaction (with many queries, one per query was the step's main cost),
+        then publish what each created. Each query's lock is held from its step until its graphs
+        are written, so `progress` never reports a position whose graphs are not there."""
+        stepped: list[tuple[_Slot, Runner, Sequence[ResultGraph]]] = []
+        held: list[_Slot] = []
+        try:
+            for slot in slots:
+                slot.lock.acquire()
+                held.append(slot)
+                runner = slot.runner
+                if slot.removed or slot.error or runner is None or not records:
+                    continue
+                if runner.position < records[0].position:
+                    continue
+                todo = records[runner.position - records[0].position :]
+                if not todo:
+                    continue
+                try:
+                    stepped.append((slot, runner, runner.step(todo)))
+                except Exception as error:
+                    self.slots.fail(slot, error)
+            if not stepped:
                 return False
             try:
-                created = self.wiring.sink.write(runner.step(todo))
+                created = {id(g) for g in self.wiring.sink.write([g for *_, gs in stepped for g in gs])}
             except Exception as error:
-                self.slots.fail(slot, error)
+                for slot, *_ in stepped:
+                    self.slots.fail(slot, error)
                 return False
-            runner.created(len(created))
-            slot.dirty = True
-            slot.seen = (runner.position, runner.state.event_count, runner.state.match_count)
-        self.listeners.publish(slot.query.id, [g.record() for g in created])
+            published = []
+            for slot, runner, graphs in stepped:
+                mine = [g for g in graphs if id(g) in created]
+                runner.created(len(mine))
+                slot.dirty = True
+                slot.seen = (runner.position, runner.state.event_count, runner.state.match_count)
+                published.append((slot, mine))
+        finally:
+            for slot in held:
+                slot.lock.release()
+        for slot, mine in published:
+            self.listeners.publish(slot.query.id, [g.record() for g in mine])
         return True
 
     def _checkpoint(self, force: bool = False) -> None:
@@ -226,12 +250,20 @@ class InProcessEngine:
         dirty = [s for s in self._healthy() if s.dirty]
         if dirty:
             self.wiring.sink.flush()  # the checkpoint must not cover graphs that are not durable
-            for slot in dirty:
-                with slot.lock:
-                    if slot.removed or slot.error or slot.runner is None:
-                        continue
-                    self.wiring.checkpoints.save(slot.query.id, slot.runner.snapshot())
+            held: list[_Slot] = []
+            try:  # every lock held until the files are written: unregistering waits for them
+                payloads = []
+                for slot in dirty:
+                    slot.lock.acquire()
+                    held.append(slot)
+                    if not (slot.removed or slot.error or slot.runner is None):
+                        payloads.append((slot, slot.runner.snapshot()))
+                self.wiring.checkpoints.save_many([(slot.query.id, payload) for slot, payload in payloads])
+                for slot, _ in payloads:
                     slot.dirty = False
+            finally:
+                for slot in held:
+                    slot.lock.release()
         self._last_checkpoint = now
 
     def _read(self, start: int, end: int) -> list[LogRecord]:
