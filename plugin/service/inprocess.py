@@ -42,6 +42,9 @@ from rsep.plugin.windows.window_plan import WindowPlan
 
 logger = logging.getLogger("rsep.service")
 
+CHECKPOINT_SHARE = 9.0
+"""The interval between checkpoint rounds is at least this many times the last round's duration."""
+
 
 @dataclass(slots=True)
 class _Slot(Slot):
@@ -82,6 +85,8 @@ class InProcessEngine:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_checkpoint = time.monotonic()
+        self._checkpoint_cost = 0.0
+        """Seconds the last checkpoint round took."""
         self._tail = _Tail(max_batch * 4)
 
     # ------------------------------------------------------------------ lifecycle
@@ -244,8 +249,16 @@ class InProcessEngine:
         return True
 
     def _checkpoint(self, force: bool = False) -> None:
+        """Flush the sink and checkpoint every query that moved, every `checkpoint_interval`
+        seconds (0: after every batch), but otherwise never spending more than a tenth of the
+        engine's time on it: with many queries a round (a store flush, a file per query, their
+        fsyncs) takes long, and the interval stretches to nine times the last round's duration
+        (a crash then replays a few seconds more of the log, which rewrites nothing)."""
         now = time.monotonic()
-        if not force and now - self._last_checkpoint < self.checkpoint_interval:
+        interval = self.checkpoint_interval
+        if interval > 0:  # 0 asks for a checkpoint after every batch: kept
+            interval = max(interval, CHECKPOINT_SHARE * self._checkpoint_cost)
+        if not force and now - self._last_checkpoint < interval:
             return
         dirty = [s for s in self._healthy() if s.dirty]
         if dirty:
@@ -264,6 +277,7 @@ class InProcessEngine:
             finally:
                 for slot in held:
                     slot.lock.release()
+            self._checkpoint_cost = time.monotonic() - now
         self._last_checkpoint = now
 
     def _read(self, start: int, end: int) -> list[LogRecord]:
