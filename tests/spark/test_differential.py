@@ -168,7 +168,9 @@ KB_BANDS = knowledge_base(*BANDS)
 
 
 @pytest.mark.spark
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
 @given(case=cases())
 def test_spark_stage_matches_the_in_process_replay(spark: SparkSession, case: Case) -> None:
     expected = reference(case.plan, KB_BANDS, case.events)
