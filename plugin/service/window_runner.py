@@ -45,6 +45,7 @@ from rsep.plugin.log import LogRecord
 from rsep.plugin.service import checkpoints
 from rsep.plugin.service.registry import RegisteredQuery
 from rsep.plugin.service.window_graphs import EvaluationGraph, evaluation_graph
+from rsep.plugin.vocabulary import WATERMARK_STREAM
 from rsep.plugin.windows.schedule import ContentChange, Schedule, WindowClose, last_close_by, latest_held
 from rsep.plugin.windows.window_functions import first_needed, to_ticks
 from rsep.plugin.windows.window_plan import Form, WindowPlan
@@ -69,8 +70,10 @@ class WindowState:
     """Ticks of the query's first event: the landmark t0 and the first close."""
     t0: int | None = None
     """Ticks of the query's start in stream time, its windows' t0 (windows opening before it are
-    not evaluated; docs/semantics.md): the registration's time, the log's newest event time before
-    it (`RegisteredQuery.t0`); when no event preceded it, the first event read, of any stream."""
+    not evaluated; docs/semantics.md): the registration's time, the log's newest time before it
+    (`RegisteredQuery.t0`, a watermark mark's too); when nothing preceded it, the first event read,
+    of any stream (not a watermark mark, which a reorder buffer may log before any event: the
+    query then starts where an in-order ingest of the same events starts it)."""
     done: int | None = None
     """Every evaluation time up to this one (ticks) is evaluated."""
     end: int | None = None
@@ -200,8 +203,8 @@ class WindowRunner:
         event = record.event
         ticks = to_ticks(event.time.seconds)
         state.watermark = ticks if state.watermark is None else max(state.watermark, ticks)
-        if state.t0 is None:
-            state.t0 = ticks
+        if state.t0 is None and event.stream != WATERMARK_STREAM:
+            state.t0 = ticks  # registered on an empty log: the first event read (a mark is none)
         stream = self._streams.get(event.stream)
         if stream is None:
             return
