@@ -47,6 +47,7 @@ from rsep.plugin import (
     ConsumptionPolicy,
     InvalidInput,
     RsepError,
+    Timestamp,
     WindowStream,
     is_absolute_iri,
 )
@@ -81,6 +82,14 @@ def _lateness(text: str) -> float:
     try:
         return duration(text)
     except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _time(text: str) -> Timestamp:
+    """A number or an xsd:dateTime (`--t0`)."""
+    try:
+        return Timestamp.parse(text)
+    except InvalidInput as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
@@ -139,6 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="matches one timestamp of one partition key may report where runs are "
                               "enumerated from the shared buffer (default 10000; a warning says when "
                               "it cuts)")  # fmt: skip
+    run_cmd.add_argument("--t0", type=_time, metavar="TIME",
+                         help="when a window query (C-SPARQL) was registered, a number or an "
+                              "xsd:dateTime at or before the first event: its windows open from then "
+                              "on (default: the first event)")  # fmt: skip
     run_cmd.add_argument("--format", choices=["jsonl", "srj", "trig"], default="jsonl",
                          help="trig: a window or EP-SPARQL CONSTRUCT's output as events")  # fmt: skip
     run_cmd.add_argument("--base", type=_base, metavar="IRI",
@@ -217,6 +230,7 @@ def _run(args: argparse.Namespace) -> int:
         match_limit=args.match_limit,
         dialect=args.dialect,
         closure=ClosureLimits(args.closure_rounds, args.closure_events),
+        t0=args.t0,
     )
 
     def warn() -> None:

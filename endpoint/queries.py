@@ -90,7 +90,8 @@ def _create(
     service: Streaming, text: str, plan: QueryPlan | WindowPlan, start: int, options: dict[str, str]
 ) -> RegisteredQuery:
     """Store the registration and hand it to the engine (nothing stays if the engine refuses)."""
-    query = service.registry.create(text, plan.query.dialect.name, plan.streams, start, options)
+    t0 = service.log.time_before(start)  # the registration's time in stream time (its windows' t0)
+    query = service.registry.create(text, plan.query.dialect.name, plan.streams, start, options, t0)
     try:
         service.engine.register(query)
     except Exception:

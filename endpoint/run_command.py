@@ -36,6 +36,7 @@ from rsep.plugin import (
     QueryPlan,
     Replay,
     Solution,
+    Timestamp,
     WindowPlan,
     WindowRun,
     WindowStream,
@@ -121,6 +122,9 @@ class RunRequest:
     """`--dialect`: the query file's dialect (None: whichever claims it; rules are detected)."""
     closure: ClosureLimits = field(default_factory=ClosureLimits)
     """When the Q-closure of a timestamp is taken to diverge (`--closure-rounds`, `--closure-events`)."""
+    t0: Timestamp | None = None
+    """`--t0`: when the window query and its rules were registered, at or before the first event
+    (None: at the first event); windows opening before it are not evaluated (docs/semantics.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,19 +343,44 @@ def load_rules(request: RunRequest) -> tuple[list[Rule], list[Rule]]:
     return stream_rules, event_rules
 
 
-def derive_streams(rules: Sequence[Rule], kb: KnowledgeBase, streams: Streams) -> None:
+def derive_streams(rules: Sequence[Rule], kb: KnowledgeBase, streams: Streams, t0: int | None = None) -> None:
     """Add the stream of each REGISTER STREAM rule to `streams`: the rule's evaluations over the
     streams it reads (given, or produced by the rules it depends on), each one graph event stamped
     with its evaluation time t' (the window close). A rule runs after the rules it reads from, and
     evaluates every close up to the run's last given event, also past the last close whose window
-    holds an item: the closes the event log passes on the endpoint (docs/semantics.md)."""
+    holds an item: the closes the event log passes on the endpoint (docs/semantics.md). Their
+    windows start at `t0` (ticks), by default the run's first given event (`run_start`)."""
     times = [to_ticks(event.time.seconds) for events in streams.values() for event in events]
     until = max(times, default=None)
+    t0 = run_start(streams) if t0 is None else t0
     for rule in _in_dependency_order(rules):
         produced = rule.query.produced_stream
         assert produced is not None
-        result = replay_window_events(plan_windows(rule.query), kb, streams, until, scope=produced)
+        result = replay_window_events(plan_windows(rule.query), kb, streams, until, scope=produced, t0=t0)
         streams[produced] = result.graph_events(produced)
+
+
+def run_start(streams: Streams, given: Timestamp | None = None) -> int | None:
+    """The run's t0 (ticks): `--t0` when given, else its first given event, of any stream. The
+    query and its rules are registered together, so a window query over a derived stream starts
+    there too (docs/semantics.md). A `--t0` of the other kind of time than the events', or after
+    the first event (a query registered then would have read no earlier event), is refused."""
+    firsts = [events[0] for events in streams.values() if events]
+    first = min(firsts, key=lambda event: event.time.seconds, default=None)
+    if given is None:
+        return None if first is None else to_ticks(first.time.seconds)
+    if first is not None and first.time.numeric != given.numeric:
+        raise UsageError(
+            f"--t0 {given.lexical} is {given.kind}, but the events' timestamps are "
+            f"{'numbers' if first.time.numeric else 'xsd:dateTimes'} (the first: {first.time.lexical})"
+        )
+    t0 = to_ticks(given.seconds)
+    if first is not None and t0 > to_ticks(first.time.seconds):
+        raise UsageError(
+            f"--t0 {given.lexical} is after the run's first event ({first.name} at {first.time.lexical}): "
+            "a query registered then reads no earlier event; give the events from --t0 on instead"
+        )
+    return t0
 
 
 def _in_dependency_order(rules: Sequence[Rule]) -> list[Rule]:
@@ -391,6 +420,11 @@ def start(request: RunRequest) -> RunResult | WindowStream | StreamedRun:
         request.warnings.append("REGISTER STREAM rules (C-SPARQL) run in-process")
     if is_window_query(query):
         return run_windows(request, query, stream_rules, event_rules)
+    if request.t0 is not None and not stream_rules:
+        raise UsageError(
+            "--t0 is when window queries (C-SPARQL, CQELS) and REGISTER STREAM rules start: "
+            "this query has no window"
+        )
     plan = compile_file(query, request.query_file, request.match_limit)
     request.warnings.extend(plan.warnings)
     kb = load_kb(request.kb)
@@ -402,7 +436,7 @@ def start(request: RunRequest) -> RunResult | WindowStream | StreamedRun:
         ordered = [events for iri in wanted for stream, events in sources if stream == iri]
         return StreamedRun(plan, kb, ordered)
     streams = read_inputs(request.streams, [query, *(r.query for r in stream_rules)], stream_rules)
-    derive_streams(stream_rules, kb, streams)
+    derive_streams(stream_rules, kb, streams, run_start(streams, request.t0))
     events = number_events(select_streams(plan.streams, streams))
     if event_rules or isinstance(query.form, ConstructForm):
         return run_closure(request, plan, kb, events, event_rules)
@@ -458,8 +492,9 @@ def run_windows(
     request.warnings.extend(plan.warnings)
     kb = load_kb(request.kb)
     streams = read_inputs(request.streams, [query, *(r.query for r in stream_rules)], stream_rules)
-    derive_streams(stream_rules, kb, streams)
-    return stream_window_events(plan, kb, streams, scope=query.produced_stream or "")
+    t0 = run_start(streams, request.t0)
+    derive_streams(stream_rules, kb, streams, t0)
+    return stream_window_events(plan, kb, streams, scope=query.produced_stream or "", t0=t0)
 
 
 def write(

@@ -69,6 +69,16 @@ class Timestamp:
         )
 
     @classmethod
+    def parse(cls, text: str) -> Timestamp:
+        """A time as a user writes it outside RDF (`rsep run --t0`): a number, or else an
+        xsd:dateTime."""
+        try:
+            float(text)
+        except ValueError:
+            return cls.from_literal(text, XSD_DATETIME)
+        return cls.from_literal(text, XSD + "decimal")
+
+    @classmethod
     def now(cls) -> Timestamp:
         """Arrival time, for events posted without a timestamp."""
         moment = datetime.now(UTC)

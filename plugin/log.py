@@ -135,6 +135,18 @@ class EventLog:
         """Are the log's timestamps numbers (False: xsd:dateTimes)? None while it is empty."""
         return None if self._newest is None else self._newest.numeric
 
+    def time_before(self, position: int) -> float | None:
+        """The log's time at `position`: the newest event time before it (the log is in time
+        order, so record `position - 1`'s), None when no event precedes it. A query registered
+        to read from `position` was registered at this time (its windows' t0)."""
+        if position <= 0:
+            return None
+        with self._lock:
+            if position == self._next:
+                return self.last_time
+        record = next(self.read(position - 1, position), None)
+        return None if record is None else record.event.time.seconds
+
     def append(self, events: Sequence[GraphEvent]) -> range:
         """Append a request's events atomically; returns their positions."""
         if not events:

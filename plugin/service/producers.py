@@ -47,7 +47,7 @@ from rsep.plugin.log import EventLog, LogRecord
 from rsep.plugin.service.checkpoints import CheckpointStore
 from rsep.plugin.service.engine import FAILED, PlanCompiler, WindowEvaluatorFactory
 from rsep.plugin.service.registry import RegisteredQuery, Registry
-from rsep.plugin.service.window_runner import WindowRunner, WindowState, load_window_state
+from rsep.plugin.service.window_runner import WindowRunner, WindowState, fresh_state, load_window_state
 from rsep.plugin.windows.chain import CycleError, dependency_order
 from rsep.plugin.windows.output import evaluation_event
 from rsep.plugin.windows.window_functions import to_ticks
@@ -327,7 +327,7 @@ class Producers:
         """Where to re-read from: the position the query's window runner last checkpointed (the
         oldest item its later windows need; a producer is at least as far on, so needs no older
         one), with the first event's time; else the registration."""
-        start = WindowState(query.start, query.start)
+        start = fresh_state(query)
         if self.checkpoints is None:
             return start
         try:
@@ -337,7 +337,9 @@ class Producers:
             return start
         if saved is None or saved.position < query.start:
             return start
-        return WindowState(saved.position, saved.position, first=saved.first, numeric=saved.numeric)
+        return WindowState(
+            saved.position, saved.position, first=saved.first, t0=saved.t0, numeric=saved.numeric
+        )
 
     def _fail(self, producer: Producer, error: Exception) -> None:
         producer.error = f"{type(error).__name__}: {error}"

@@ -29,7 +29,10 @@ _ID = re.compile(r"^[0-9a-f]{16}$")
 @dataclass(frozen=True, slots=True)
 class RegisteredQuery:
     """A continuous query as registered. `start` is the log position of the
-    first event it reads; `status` is `active` or `failed` (with `error`)."""
+    first event it reads; `status` is `active` or `failed` (with `error`); `t0`
+    is the registration's time in stream time (seconds), the log's newest event
+    time before `start`, None when no event preceded it (window queries open
+    their windows from it: docs/semantics.md)."""
 
     id: str
     text: str
@@ -40,6 +43,7 @@ class RegisteredQuery:
     options: Mapping[str, str] = field(default_factory=dict)
     status: str = ACTIVE
     error: str | None = None
+    t0: float | None = None
 
     @property
     def iri(self) -> str:
@@ -64,6 +68,7 @@ class RegisteredQuery:
             options={str(k): str(v) for k, v in dict(data.get("options", {})).items()},
             status=str(data.get("status", ACTIVE)),
             error=None if data.get("error") is None else str(data["error"]),
+            t0=None if data.get("t0") is None else float(data["t0"]),
         )
 
 
@@ -80,15 +85,21 @@ class Registry:
         self._lock = threading.Lock()
 
     def create(
-        self, text: str, dialect: str, streams: tuple[str, ...], start: int, options: Mapping[str, str]
+        self,
+        text: str,
+        dialect: str,
+        streams: tuple[str, ...],
+        start: int,
+        options: Mapping[str, str],
+        t0: float | None = None,
     ) -> RegisteredQuery:
-        """Persist a new registration under a fresh id."""
+        """Persist a new registration under a fresh id (`t0`: the log's time at `start`)."""
         with self._lock:
             query_id = secrets.token_hex(8)
             while self._path(query_id).exists():
                 query_id = secrets.token_hex(8)
             created = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-            query = RegisteredQuery(query_id, text, dialect, streams, start, created, dict(options))
+            query = RegisteredQuery(query_id, text, dialect, streams, start, created, dict(options), t0=t0)
             self._write(query)
             return query
 

@@ -45,6 +45,7 @@ from rsep.plugin.log import LogRecord
 from rsep.plugin.service import checkpoints
 from rsep.plugin.service.registry import RegisteredQuery
 from rsep.plugin.service.window_graphs import EvaluationGraph, evaluation_graph
+from rsep.plugin.vocabulary import WATERMARK_STREAM
 from rsep.plugin.windows.schedule import ContentChange, Schedule, WindowClose, last_close_by, latest_held
 from rsep.plugin.windows.window_functions import first_needed, to_ticks
 from rsep.plugin.windows.window_plan import Form, WindowPlan
@@ -67,6 +68,12 @@ class WindowState:
     """Records before it were read once: re-reading them (after a restore) counts no event."""
     first: int | None = None
     """Ticks of the query's first event: the landmark t0 and the first close."""
+    t0: int | None = None
+    """Ticks of the query's start in stream time, its windows' t0 (windows opening before it are
+    not evaluated; docs/semantics.md): the registration's time, the log's newest time before it
+    (`RegisteredQuery.t0`, a watermark mark's too); when nothing preceded it, the first event read,
+    of any stream (not a watermark mark, which a reorder buffer may log before any event: the
+    query then starts where an in-order ingest of the same events starts it)."""
     done: int | None = None
     """Every evaluation time up to this one (ticks) is evaluated."""
     end: int | None = None
@@ -77,6 +84,12 @@ class WindowState:
     """Every event time of the query's streams was a number (times print as numbers)."""
     event_count: int = 0
     match_count: int = 0
+
+
+def fresh_state(query: RegisteredQuery) -> WindowState:
+    """The state of a query that has read nothing yet: at its start, from its registration's t0."""
+    t0 = None if query.t0 is None else to_ticks(query.t0)
+    return WindowState(query.start, query.start, t0=t0)
 
 
 @dataclass(slots=True)
@@ -110,7 +123,7 @@ class WindowRunner:
         self.query = query
         self.plan = plan
         self.replay = WindowReplay(plan, evaluator, query.id)  # blank nodes named after the query
-        self.state = state if state is not None else WindowState(query.start, query.start)
+        self.state = state if state is not None else fresh_state(query)
         self.clock = clock or (lambda: Timestamp.now().lexical)
         self._streams = {iri: _Stream() for iri in plan.streams}
         self._pending: list[tuple[int, int]] = []
@@ -190,6 +203,8 @@ class WindowRunner:
         event = record.event
         ticks = to_ticks(event.time.seconds)
         state.watermark = ticks if state.watermark is None else max(state.watermark, ticks)
+        if state.t0 is None and event.stream != WATERMARK_STREAM:
+            state.t0 = ticks  # registered on an empty log: the first event read (a mark is none)
         stream = self._streams.get(event.stream)
         if stream is None:
             return
@@ -244,7 +259,8 @@ class WindowRunner:
         schedule: Schedule
         if self.plan.report is ReportPolicy.WINDOW_CLOSE:
             windows = [(spec.window, self._streams[spec.stream].times) for spec in self.plan.windows]
-            schedule = WindowClose(windows, low, horizon)
+            t0 = state.first if state.t0 is None else min(state.t0, state.first)  # a legacy state's t0
+            schedule = WindowClose(windows, low, horizon, t0=t0)
             if next(schedule.points(low, horizon + 1), None) is None:  # no close passed: skip the cuts
                 state.done = horizon
                 return []

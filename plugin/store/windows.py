@@ -322,11 +322,12 @@ def replay_window_events(
     streams: Mapping[str, Sequence[GraphEvent]],
     until: int | None = None,
     scope: str = "",
+    t0: int | None = None,
 ) -> WindowRun:
     """The replay over events already read, per stream IRI (event files, and the graph events of
-    C-SPARQL `REGISTER STREAM` rules); `until` as for `WindowReplay.run`, `scope` names the query
-    in its CONSTRUCT results' blank nodes (rsep.plugin.windows.construct)."""
-    replay = stream_window_events(plan, kb, streams, until, scope)
+    C-SPARQL `REGISTER STREAM` rules); `until` and `t0` as for `WindowReplay.run`, `scope` names
+    the query in its CONSTRUCT results' blank nodes (rsep.plugin.windows.construct)."""
+    replay = stream_window_events(plan, kb, streams, until, scope, t0)
     return replay.collect(list(replay.evaluations))
 
 
@@ -355,9 +356,10 @@ def stream_window_events(
     streams: Mapping[str, Sequence[GraphEvent]],
     until: int | None = None,
     scope: str = "",
+    t0: int | None = None,
 ) -> WindowStream:
     """`replay_window_events`, its evaluations as they are computed."""
     evaluator = OxigraphWindows(plan, kb)
-    evaluations = WindowReplay(plan, evaluator, scope).stream(streams, until)
+    evaluations = WindowReplay(plan, evaluator, scope).stream(streams, until, t0)
     numeric = all(event.time.numeric for iri in plan.streams for event in streams.get(iri, ()))
     return WindowStream(plan, evaluator, evaluations, numeric)

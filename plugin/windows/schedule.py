@@ -3,7 +3,11 @@
 - **Window close** (C-SPARQL): every close of every window, t = k·β for a
   time-based window, each arrival for a count window, from the first event
   of the replay until the last close (of any window) at which some window of
-  the query still holds an item (`schedule_end`).
+  the query still holds an item (`schedule_end`). A time-based window's
+  close t' counts only when its window opens at or after the query's t0,
+  when it was registered (t' − α ≥ t0: a query's windows start at its t0,
+  docs/semantics.md), so no evaluation reads a window that opened before the
+  query existed.
 - **Content change** (CQELS): every distinct timestamp of an event on one of
   the query's streams.
 
@@ -50,15 +54,21 @@ class ContentChange:
 
 class WindowClose:
     """ET = the closes of the windows, from `first` (the first event) to the last close at which
-    some window still holds an item. `windows` pairs each window with its stream's item times."""
+    some window still holds an item, less the closes of windows opening before `t0` (the query's
+    start; `first` when not given). `windows` pairs each window with its stream's item times."""
 
     def __init__(
-        self, windows: Sequence[tuple[Window, Sequence[int]]], first: int, end: int | None = None
+        self,
+        windows: Sequence[tuple[Window, Sequence[int]]],
+        first: int,
+        end: int | None = None,
+        t0: int | None = None,
     ) -> None:
         """`end` bounds the schedule instead of the last close (a continuous query evaluates the
-        closes that became final, over the items it kept)."""
+        closes that became final, over the items it kept, from `first` on: t0 is then earlier)."""
         self.windows = windows
         self.first = first
+        self.t0 = first if t0 is None else t0
         self.end = schedule_end(windows) if end is None else end
 
     def segments(self) -> Iterator[tuple[int, int]]:
@@ -72,7 +82,7 @@ class WindowClose:
         return pairwise(bounds)
 
     def points(self, start: int, stop: int) -> Iterator[int]:
-        merged = heapq.merge(*(closes_between(w, times, start, stop) for w, times in self.windows))
+        merged = heapq.merge(*(closes_between(w, times, start, stop, self.t0) for w, times in self.windows))
         previous = None
         for point in merged:
             if point != previous:
@@ -84,11 +94,16 @@ def _ceil_to(value: int, step: int) -> int:
     return -(-value // step) * step
 
 
-def closes_between(window: Window, times: Sequence[int], start: int, stop: int) -> Iterator[int]:
-    """A window's own closes in [start, stop): k·β for a time-based window with a slide, the
-    arrivals for the others (whose content changes on arrival); none for a landmark window."""
+def closes_between(
+    window: Window, times: Sequence[int], start: int, stop: int, t0: int | None = None
+) -> Iterator[int]:
+    """A window's own closes in [start, stop): k·β for a time-based window with a slide (those
+    whose window (k·β − α, k·β] opens at or after `t0`, when given), the arrivals for the others
+    (whose content changes on arrival); none for a landmark window."""
     if isinstance(window, TimeWindow) and window.slide is not None:
         step = duration_ticks(window.slide)
+        if t0 is not None:
+            start = max(start, t0 + duration_ticks(window.width))
         return iter(range(_ceil_to(start, step), stop, step))
     if isinstance(window, LandmarkWindow):
         return iter(())

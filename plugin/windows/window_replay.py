@@ -133,15 +133,20 @@ class WindowReplay:
         self.template = ConstructTemplate(form.template, scope) if isinstance(form, ConstructForm) else None
         self._last: tuple[tuple[tuple[int | None, int], ...], Answer] | None = None
 
-    def run(self, streams: Mapping[str, Sequence[GraphEvent]], until: int | None = None) -> list[Evaluation]:
+    def run(
+        self, streams: Mapping[str, Sequence[GraphEvent]], until: int | None = None, t0: int | None = None
+    ) -> list[Evaluation]:
         """Every evaluation with a non-empty answer, in time order. `streams` maps each stream
         IRI of the plan to its events. Under window close, `until` (ticks) extends the schedule
         to every close up to it, past the last close whose window holds an item (a REGISTER
-        STREAM rule evaluates up to the run's last event, as a producer on the endpoint does)."""
-        return list(self.stream(streams, until))
+        STREAM rule evaluates up to the run's last event, as a producer on the endpoint does),
+        and only windows opening at or after `t0` (ticks: when the query was registered, at or
+        before its first event, which it is by default; a later one counts as the first event:
+        `rsep run --t0` refuses it) are evaluated."""
+        return list(self.stream(streams, until, t0))
 
     def stream(
-        self, streams: Mapping[str, Sequence[GraphEvent]], until: int | None = None
+        self, streams: Mapping[str, Sequence[GraphEvent]], until: int | None = None, t0: int | None = None
     ) -> Iterator[Evaluation]:
         """`run`, each evaluation as soon as it is computed (`rsep run` prints it then)."""
         events = [event for iri in self.plan.streams for event in streams.get(iri, ())]
@@ -150,7 +155,7 @@ class WindowReplay:
         first = min(to_ticks(event.time.seconds) for event in events)
         per_stream = {iri: stream_items(streams.get(iri, ())) for iri in self.plan.streams}
         windows = [(spec.window, per_stream[spec.stream]) for spec in self.plan.windows]
-        schedule = self._schedule(windows, events, first, until)
+        schedule = self._schedule(windows, events, first, until, first if t0 is None else min(t0, first))
         self._last = None
         for start, stop in schedule.segments():
             yield from self._stretch(schedule.points(start, stop), windows, first)
@@ -217,13 +222,14 @@ class WindowReplay:
         events: list[GraphEvent],
         first: int,
         until: int | None,
+        t0: int,
     ) -> Schedule:
         if self.plan.report is ReportPolicy.WINDOW_CLOSE:
             pairs = [(window, stream.times) for window, stream in windows]
-            closes = WindowClose(pairs, first)
+            closes = WindowClose(pairs, first, t0=t0)
             if until is None or (closes.end is not None and closes.end >= until):
                 return closes
-            return WindowClose(pairs, first, until)
+            return WindowClose(pairs, first, until, t0=t0)
         return ContentChange(to_ticks(event.time.seconds) for event in events)
 
 

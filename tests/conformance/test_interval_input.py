@@ -85,7 +85,8 @@ def test_spaseq_reads_an_interval_event_as_a_point_at_its_end(tmp_path, capsys):
 
 
 def test_csparql_windows_hold_an_interval_event_by_its_end(tmp_path, capsys):
-    """[1, 7] is in the tumbling window (5, 10] that its end falls in, not in (0, 5]."""
+    """[1, 7] is in the tumbling window (5, 10] that its end falls in, not in (0, 5]. An event
+    at 0 that the query does not match is the run's t0, so (0, 5] is evaluated too."""
     query = write(
         tmp_path,
         "q.rq",
@@ -95,7 +96,8 @@ def test_csparql_windows_hold_an_interval_event_by_its_end(tmp_path, capsys):
     events = write(
         tmp_path,
         "e.trig",
-        PREAMBLE + ":e1 { :k :a :v } :e1 prov:generatedAtTime 7 ; prov:startedAtTime 1 .\n",
+        PREAMBLE + ":e0 { :k :other :v } :e0 prov:generatedAtTime 0 .\n"
+        ":e1 { :k :a :v } :e1 prov:generatedAtTime 7 ; prov:startedAtTime 1 .\n",
     )
     assert jsonl(run(capsys, query, f"{STREAM}={events}")) == [{"start": 5, "end": 10, "bindings": K}]
 

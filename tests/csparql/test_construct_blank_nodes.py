@@ -22,11 +22,13 @@ OUT = f"{EX}out"
 INTEGER = "<http://www.w3.org/2001/XMLSchema#integer>"
 EVENTS = f"""@prefix : <{EX}> .
 @prefix prov: <http://www.w3.org/ns/prov#> .
+:e0 {{ :m :mark 0 . }} :e0 prov:generatedAtTime -1 .
 :e1 {{ :c1 :on :r1 . }} :e1 prov:generatedAtTime 1 .
 :e2 {{ :c2 :on :r1 . }} :e2 prov:generatedAtTime 2 .
 :e3 {{ :c3 :on :r2 . }} :e3 prov:generatedAtTime 10 .
 """
-"""Closes of [RANGE 2s STEP 1s] that hold an event: 1 (c1), 2 (c1, c2), 3 (c2), 10 (c3), 11 (c3):
+"""The mark at -1 is the run's t0 (issue 16: windows open at or after it), so the window (-1, 1]
+is evaluated. Closes of [RANGE 2s STEP 1s] that hold a car: 1 (c1), 2 (c1, c2), 3 (c2), 10 (c3), 11 (c3):
 the windows of 10 and 11 hold the same content, so the runtime reuses the solutions of 10 at 11."""
 SAW = f"""PREFIX : <{EX}>
 CONSTRUCT {{ [] :saw ?c }}

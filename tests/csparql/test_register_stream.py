@@ -92,10 +92,9 @@ def test_a_register_stream_rule_feeds_a_csparql_query(tmp_path, capsys):
         f"PREFIX : <{EX}> SELECT ?road ?n FROM STREAM <{CONGESTED}> [RANGE 20s STEP 10s] "
         "WHERE { ?road :congestedWith ?n }",
     )
-    # closes from the first derived event (10): (-10, 10] holds r1@10, (0, 20] r1@10 and r2@20,
-    # (10, 30] r2@20, the last close whose window holds an event
+    # closes of windows opening at or after the run's t0 (its first event, the mark at 0): (0, 20]
+    # holds r1@10 and r2@20, (10, 30] r2@20, the last close whose window holds an event
     assert rsep(capsys, query, "--rule", rule, "--stream", CARS) == [
-        {"start": -10, "end": 10, "bindings": congested("r1")},
         {"start": 0, "end": 20, "bindings": congested("r1")},
         {"start": 0, "end": 20, "bindings": congested("r2")},
         {"start": 10, "end": 30, "bindings": congested("r2")},
@@ -273,9 +272,15 @@ def test_format_trig_writes_what_stream_reads_back(tmp_path, capsys):
         f"PREFIX : <{EX}> SELECT ?road ?n FROM STREAM <{CONGESTED}> [RANGE 20s STEP 10s] "
         "WHERE { ?road :congestedWith ?n }",
     )
+    ruled = rsep(capsys, query, "--rule", producer, "--stream", CARS)
+    # the same events; the rule's run starts at the cars' first event (the mark at 0), so read
+    # back, the query is registered then too (--t0 0) and evaluates the same windows
+    assert rsep(capsys, query, "--stream", f"{CONGESTED}={trig}", "--t0", "0") == ruled
+    assert len(ruled) == 3
+    # registered at the file's first event (r1@10) instead, only the windows opening at or after
+    # 10 are evaluated
     replayed = rsep(capsys, query, "--stream", f"{CONGESTED}={trig}")
-    assert replayed == rsep(capsys, query, "--rule", producer, "--stream", CARS)
-    assert len(replayed) == 4
+    assert replayed == [line for line in ruled if line["start"] >= 10] and len(replayed) == 1
 
 
 def test_format_trig_stamps_events_as_the_input_writes_time(tmp_path, capsys):
@@ -285,6 +290,7 @@ def test_format_trig_stamps_events_as_the_input_writes_time(tmp_path, capsys):
         "cars.trig",
         f"""@prefix : <{EX}> . @prefix prov: <http://www.w3.org/ns/prov#> .
 @prefix xsd: <http://www.w3.org/2001/XMLSchema#> .
+:e0 {{ :m :mark 0 . }} :e0 prov:generatedAtTime "2014-08-01T08:00:00Z"^^xsd:dateTime .
 :e1 {{ :car1 :on :r1 . }} :e1 prov:generatedAtTime "2014-08-01T08:00:01Z"^^xsd:dateTime .
 :e2 {{ :car2 :on :r1 . }} :e2 prov:generatedAtTime "2014-08-01T08:00:04Z"^^xsd:dateTime .
 """,

@@ -49,9 +49,10 @@ def csparql_plan(window: str):
 def test_every_close_is_reported_but_each_content_is_evaluated_once():
     store = Counting()
     evaluations = WindowReplay(csparql_plan("[RANGE 3s STEP 1s]"), store).run(
-        {STREAM: [event(10, "a"), event(20, "b")]}
+        {STREAM: [event(10, "a"), event(20, "b")]}, t0=to_ticks(7)
     )
-    # closes 10 ... 22 (22 - 3 < 20): 13 of them, answering even over the empty windows 13-19
+    # registered at 7: closes 10 ... 22 (10 - 3 >= 7, 22 - 3 < 20): 13 of them, answering even
+    # over the empty windows 13-19
     assert [e.time for e in evaluations] == [to_ticks(t) for t in range(10, 23)]
     assert [e.answer.rows[0]["n"] for e in evaluations] == ["1"] * 3 + ["0"] * 7 + ["1"] * 3
     assert store.calls == [(1,), (0,), (1,)]
@@ -65,14 +66,21 @@ def test_empty_answers_are_skipped_without_visiting_every_close():
 
     store = Quiet()
     events = [event(0, "a"), event(86_400, "b")]  # a day apart, 1 s closes
-    evaluations = WindowReplay(csparql_plan("[RANGE 2s STEP 1s]"), store).run({STREAM: events})
+    evaluations = WindowReplay(csparql_plan("[RANGE 2s STEP 1s]"), store).run(
+        {STREAM: events}, t0=to_ticks(-2)
+    )
     assert [e.time for e in evaluations] == [to_ticks(t) for t in (0, 1, 86_400, 86_401)]
     assert len(store.calls) == 3
 
 
 def test_bounds_are_those_of_the_windows():
-    evaluations = WindowReplay(csparql_plan("[RANGE 10s STEP 5s]"), Counting()).run({STREAM: [event(7, "a")]})
+    replay = WindowReplay(csparql_plan("[RANGE 10s STEP 5s]"), Counting())
+    evaluations = replay.run({STREAM: [event(7, "a")]}, t0=0)  # registered at 0
     assert [(e.start, e.end) for e in evaluations] == [(to_ticks(s), to_ticks(s + 10)) for s in (0, 5)]
+    # registered at its event, 7: the first window opening at or after t0, (10, 20], closes after
+    # the last close whose window holds the event (15): nothing is evaluated
+    evaluations = replay.run({STREAM: [event(7, "a")]})
+    assert [(e.start, e.end) for e in evaluations] == []
 
 
 def test_no_events_no_output():
@@ -80,6 +88,10 @@ def test_no_events_no_output():
 
 
 # --------------------------------------------------------------------------- rsep run
+
+
+CARS_T0 = json.loads((CARS / "manifest.json").read_text(encoding="utf-8"))["t0"]
+"""When the paper's query was registered: its windows from the first close on open after it."""
 
 
 def cars_args(*extra: str) -> list[str]:
@@ -90,6 +102,7 @@ def cars_args(*extra: str) -> list[str]:
         f"http://streams.org/citycameras.trdf={CARS / 'cameras.trig'}",
         "--kb",
         f"http://example.org/citymap={CARS / 'citymap.ttl'}",
+        f"--t0={CARS_T0}",
         *extra,
     ]
 

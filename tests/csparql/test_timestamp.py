@@ -53,8 +53,9 @@ def test_what_cannot_be_evaluated_is_rejected(where, select, message):
         plan(where, select)
 
 
-EVENTS = {
-    S1: ":a1 { :x :p 1 . } :a1 prov:generatedAtTime 1 .\n:a5 { :x :p 1 . } :a5 prov:generatedAtTime 5 .\n",
+EVENTS = {  # the mark at 0 is t0, so that the window (0, 10] opens at or after it (issue 16)
+    S1: ":a0 { :m :mark 0 . } :a0 prov:generatedAtTime 0 .\n"
+    ":a1 { :x :p 1 . } :a1 prov:generatedAtTime 1 .\n:a5 { :x :p 1 . } :a5 prov:generatedAtTime 5 .\n",
     S2: ":b3 { :x :p 1 . :y :q 2 . } :b3 prov:generatedAtTime 3 .\n",
 }
 
@@ -100,7 +101,11 @@ def test_a_variable_bound_by_static_data_only_has_no_timestamp(tmp_path):
 
 def test_date_time_streams_give_date_time_timestamps(tmp_path):
     stamp = '"2014-08-01T08:00:00"^^<http://www.w3.org/2001/XMLSchema#dateTime>'
-    events = f":e {{ :x :p 1 . }} :e prov:generatedAtTime {stamp} ."
+    mark = '"2014-08-01T07:59:59"^^<http://www.w3.org/2001/XMLSchema#dateTime>'  # t0
+    events = (
+        f":m {{ :m :mark 0 . }} :m prov:generatedAtTime {mark} .\n"
+        f":e {{ :x :p 1 . }} :e prov:generatedAtTime {stamp} ."
+    )
     text = (
         f"{PREFIX}SELECT ?s FROM STREAM <{S1}> [RANGE 1s STEP 1s] "
         'WHERE { ?s :p ?o FILTER (timestamp(?s) = "2014-08-01T08:00:00"^^xsd:dateTime) }'

@@ -117,14 +117,31 @@ def all_points(schedule):
     return [p for start, stop in schedule.segments() for p in schedule.points(start, stop)]
 
 
-def test_window_close_runs_from_the_first_event_to_the_last_close_that_holds_an_item():
-    # C-SPARQL [RANGE 300 STEP 60] over events at 10 ... 330: closes 60, 120, ..., 600, since
+def test_window_close_runs_from_the_first_window_after_t0_to_the_last_close_that_holds_an_item():
+    # C-SPARQL [RANGE 300 STEP 60] over events at 10 ... 330, t0 = 10: the first window opening
+    # at or after t0 closes at 360 (360 - 300 >= 10 > 300 - 300); the last close is 600, since
     # 600 - 300 < 330 <= 660 - 300.
     times = [10, 40, 70, 330]
     schedule = WindowClose(
         [(TimeWindow(seconds(300), seconds(60)), [to_ticks(t) for t in times])], to_ticks(10)
     )
-    assert all_points(schedule) == [to_ticks(c) for c in range(60, 601, 60)]
+    assert all_points(schedule) == [to_ticks(c) for c in range(360, 601, 60)]
+    # a query registered at 0 (the endpoint's t0 may precede its first event): from 300 on
+    early = WindowClose(schedule.windows, to_ticks(10), t0=0)
+    assert all_points(early) == [to_ticks(c) for c in range(300, 601, 60)]
+
+
+def test_a_tumbling_window_evaluates_no_window_opening_before_the_first_event():
+    """Issue 16: [RANGE 4s STEP 4s] over events at 0 ... 33 evaluates 9 windows, (0, 4] to
+    (32, 36], as the C-SPARQL engine and CSRBench's oracle do; not (-4, 0] first."""
+    times = [to_ticks(t) for t in range(34)]
+    schedule = WindowClose([(TimeWindow(seconds(4), seconds(4)), times)], times[0])
+    assert all_points(schedule) == [to_ticks(c) for c in range(4, 37, 4)]
+
+
+EARLY = to_ticks(-100)
+"""A t0 long before the events: every window of the tests below opens after it (the closes are
+then those of the windows alone, as before the first event bounded them)."""
 
 
 def test_window_close_merges_the_closes_of_every_window():
@@ -133,7 +150,9 @@ def test_window_close_merges_the_closes_of_every_window():
         (TimeWindow(seconds(4), seconds(2)), [to_ticks(1)]),
         (TimeWindow(seconds(3), seconds(3)), [to_ticks(2)]),
     ]
-    assert all_points(WindowClose(windows, to_ticks(1))) == [to_ticks(t) for t in (2, 3, 4)]
+    assert all_points(WindowClose(windows, to_ticks(1), t0=EARLY)) == [to_ticks(t) for t in (2, 3, 4)]
+    # from t0 = 1: (α 4, β 2) closes from 5 on and (α 3, β 3) from 4 on, past the last close 4
+    assert all_points(WindowClose(windows, to_ticks(1))) == []
 
 
 def test_a_short_step_window_closes_on_while_a_long_step_window_still_holds_an_item():
@@ -143,7 +162,9 @@ def test_a_short_step_window_closes_on_while_a_long_step_window_still_holds_an_i
         (TimeWindow(seconds(1), seconds(1)), [to_ticks(1), to_ticks(2)]),
         (TimeWindow(seconds(10), seconds(2)), [to_ticks(3)]),
     ]
-    assert all_points(WindowClose(windows, to_ticks(1))) == [to_ticks(t) for t in range(1, 14)]
+    assert all_points(WindowClose(windows, to_ticks(1), t0=EARLY)) == [to_ticks(t) for t in range(1, 14)]
+    # from t0 = 1: (α 1, β 1) closes from 2 on (up to 13, as before), (α 10, β 2) from 12 on
+    assert all_points(WindowClose(windows, to_ticks(1))) == [to_ticks(t) for t in range(2, 14)]
     assert schedule_end(windows) == to_ticks(13)
 
 
@@ -154,7 +175,10 @@ def test_a_count_window_prolongs_the_schedule_to_its_last_arrival_only():
         (CountWindow(2), [to_ticks(t) for t in (1, 4, 9)]),
         (TimeWindow(seconds(2), seconds(2)), [to_ticks(1)]),
     ]
-    assert all_points(WindowClose(windows, to_ticks(1))) == [to_ticks(t) for t in (1, 2, 4, 6, 8, 9)]
+    early = WindowClose(windows, to_ticks(1), t0=EARLY)
+    assert all_points(early) == [to_ticks(t) for t in (1, 2, 4, 6, 8, 9)]
+    # from t0 = 1 the time window's closes start at 4 (4 - 2 >= 1); the count window has no t0
+    assert all_points(WindowClose(windows, to_ticks(1))) == [to_ticks(t) for t in (1, 4, 6, 8, 9)]
 
 
 @settings(max_examples=150, deadline=None)
@@ -163,8 +187,9 @@ def test_a_count_window_prolongs_the_schedule_to_its_last_arrival_only():
     shapes=st.lists(st.tuples(st.integers(1, 12), st.integers(1, 12)), min_size=2, max_size=2),
 )
 def test_window_close_runs_to_the_last_close_at_which_some_window_holds_an_item(streams, shapes):
-    """Against brute force over two time windows: ET is every close of either window from the
-    first event up to the last close at which either window's content (Def. 3) is not empty."""
+    """Against brute force over two time windows: ET is every close of either window whose window
+    opens at or after the first event (t0), up to the last close at which either window's content
+    (Def. 3) is not empty."""
     if not any(streams):
         return
     windows = [
@@ -172,7 +197,9 @@ def test_window_close_runs_to_the_last_close_at_which_some_window_holds_an_item(
         for (width, slide), times in zip(shapes, streams, strict=True)
     ]
     first = min(times[0] for times in streams if times)
-    closes = sorted({k * slide for _, slide in shapes for k in range(0, 200) if first <= k * slide <= 150})
+    closes = sorted(
+        {k * slide for width, slide in shapes for k in range(0, 200) if first + width <= k * slide <= 150}
+    )
     holding = [c for c in closes if any(holds(w, ticks, to_ticks(c)) for w, ticks in windows)]
     last = max(holding, default=-1)
     assert all_points(WindowClose(windows, to_ticks(first))) == [to_ticks(c) for c in closes if c <= last]
@@ -206,13 +233,15 @@ def test_content_change_evaluates_at_each_distinct_event_time():
     slide=st.integers(1, 15),
 )
 def test_segments_hold_every_close_and_constant_content(times, width, slide):
-    """Against brute force: ET is every k·β from the first event up to the last close whose
-    window (k·β - α, k·β] holds an item, and the content never changes inside a segment."""
+    """Against brute force: ET is every k·β whose window (k·β - α, k·β] opens at or after the
+    first event (t0), up to the last close whose window holds an item, and the content never
+    changes inside a segment."""
     window = TimeWindow(seconds(width), seconds(slide))
     ticks = [to_ticks(t) for t in times]
     schedule = WindowClose([(window, ticks)], ticks[0])
-    closes = [k * slide for k in range(0, 200) if k * slide >= times[0]]
-    holding = [c for c in closes if any(c - width < t <= c for t in times)]
+    every = [k * slide for k in range(0, 200) if k * slide >= times[0]]
+    holding = [c for c in every if any(c - width < t <= c for t in times)]
+    closes = [c for c in every if c - width >= times[0]]  # windows open at or after t0
     last = max(holding, default=-1)  # with α < β every item may fall between windows
     assert all_points(schedule) == [to_ticks(c) for c in closes if c <= last]
     for start, stop in schedule.segments():

@@ -31,8 +31,11 @@ def seen(t: int, car: str) -> GraphEvent:
 
 def test_a_consumer_of_a_producer_counts_a_blank_node_per_solution_of_every_close(app):
     """Closes 1 (c1), 2 (c1, c2), 3 (c2), 10 (c3) and 11 (c3, the same window as 10): 6 blank nodes,
-    named alike in the log's derived events and in the producer's evaluation graphs."""
+    named alike in the log's derived events and in the producer's evaluation graphs. Both queries
+    are registered after a tick at -1, the log's time then: their t0, so the window (-1, 1] of
+    close 1 opens at or after it."""
     client = app.test_client()
+    ingest_each(client, [at(-1)])
     producer = registered(client, PRODUCER)
     consumer = registered(client, COUNTER)
     ingest_each(client, [seen(1, "c1"), seen(2, "c2"), seen(10, "c3"), at(30)])

@@ -259,6 +259,10 @@ def test_an_idle_timeout_reports_the_newest_window_close_without_a_heartbeat(mak
     app = make_app(RSEP_MAX_LATENESS=1.0, RSEP_IDLE_TIMEOUT=3.0)
     clock = clocked(app)
     client = app.test_client()
+    # the stream's first event, an empty one at 0, is the query's t0 (registered on an empty log,
+    # the buffer holding it): the window (0, 4] opens at t0 (docs/semantics.md, "Evaluation times")
+    tick = GraphEvent(NUMBERS, "<http://example.org/tick0>", Timestamp(0.0, "0", True), "")
+    assert post(client, tick).status_code == 202
     query = register(client, WINDOW).json
     for t in (1, 2, 5, 6, 7):
         assert post(client, counted(t, f"e{t}")).status_code == 202

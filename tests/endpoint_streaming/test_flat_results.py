@@ -18,7 +18,16 @@ from tests.support.paths import REPO
 from tests.support.run_cases import load_cases, output
 from tests.support.servers import expected
 from tests.support.smart_grid import SMART_GRID, SMART_GRID_STREAMS, load_kb, smart_grid_events
-from tests.support.streaming_endpoint import caught_up, ingest, later_event, nt, number, register, wait_for
+from tests.support.streaming_endpoint import (
+    caught_up,
+    ingest,
+    later_event,
+    nt,
+    number,
+    register,
+    register_case,
+    wait_for,
+)
 
 CSPARQL = {case.name: case for case in load_cases(REPO / "tests" / "csparql" / "fixtures")}
 CQELS = {case.name: case for case in load_cases(REPO / "tests" / "cqels" / "fixtures")}
@@ -101,7 +110,7 @@ def test_window_queries_give_one_row_per_solution_of_each_evaluation(app: Flask,
     for graph, file in case.kb.items():
         kb.load(case.folder / file, graph=graph or None)
     client = app.test_client()
-    query_id = register(client, (case.folder / "query.rq").read_text(encoding="utf-8")).json["id"]
+    query_id = register_case(client, case).json["id"]
     read = [
         read_event_file(case.folder / file, iri, scope=f"s{i}")
         for i, (iri, file) in enumerate(case.streams.items())

@@ -125,19 +125,20 @@ def test_a_producer_feeds_csparql_cqels_and_spaseq_queries_as_rsep_run_rule_does
         text: registered(client, text) for text in (CSPARQL_CONSUMER, CQELS_CONSUMER, SPASEQ_CONSUMER)
     }
     answers = ingest_each(client, [*cars(), later_event(cars())])
-    # the car at 12 makes close 10 final: r1's congestion goes into its record, before the car;
-    # the car at 21 does the same for close 20 (r2); nothing else constructs anything
+    # the mark at 0 (the cars' first event) is t0; the car at 12 makes close 10 final: r1's
+    # congestion goes into its record, before the car; the car at 21 does the same for close 20
+    # (r2); nothing else constructs anything
     assert [a["derived"] for a in answers] == [
-        [], [], [],
-        [{"position": 3, "stream": CONGESTED, "time": 10}],
+        [], [], [], [],
+        [{"position": 4, "stream": CONGESTED, "time": 10}],
         [],
-        [{"position": 6, "stream": CONGESTED, "time": 20}],
+        [{"position": 7, "stream": CONGESTED, "time": 20}],
         [],
     ]  # fmt: skip
-    assert [(a["accepted"], a["first_position"], a["next_position"]) for a in answers[3:6]] == [
-        (1, 3, 5),
-        (1, 5, 6),
-        (1, 6, 8),
+    assert [(a["accepted"], a["first_position"], a["next_position"]) for a in answers[4:7]] == [
+        (1, 4, 6),
+        (1, 6, 7),
+        (1, 7, 9),
     ]
     assert logged(app, CONGESTED) == rule_events(tmp_path, [PRODUCER], {CARS: cars()})[CONGESTED]
     wait_for(caught_up(app))
@@ -159,13 +160,13 @@ def test_a_chain_of_producers_runs_in_dependency_order_within_one_request(app, t
     registered(client, PRODUCER)
     consumer = registered(client, f"PREFIX : <{EX}> SELECT ?road ?n WHERE {{ ?road :alert ?n }}")
     answers = ingest_each(client, [*cars(), later_event(cars())])
-    assert answers[3]["derived"] == [
-        {"position": 3, "stream": CONGESTED, "time": 10},
-        {"position": 4, "stream": ALERTS, "time": 10},
+    assert answers[4]["derived"] == [  # after the mark at 0 and the cars at 1, 3 and 4
+        {"position": 4, "stream": CONGESTED, "time": 10},
+        {"position": 5, "stream": ALERTS, "time": 10},
     ]
-    assert answers[5]["derived"] == [
-        {"position": 7, "stream": CONGESTED, "time": 20},
-        {"position": 8, "stream": ALERTS, "time": 20},
+    assert answers[6]["derived"] == [
+        {"position": 8, "stream": CONGESTED, "time": 20},
+        {"position": 9, "stream": ALERTS, "time": 20},
     ]
     expected = rule_events(tmp_path, [ALERTS_PRODUCER, PRODUCER], {CARS: cars()})
     assert logged(app, CONGESTED) == expected[CONGESTED]
@@ -214,15 +215,15 @@ def test_one_request_spanning_closes_interleaves_the_derived_events_by_time(app,
     body = "".join(e.nquads() for e in events if e.stream == CARS)
     response = client.post(f"/streams?stream={CARS}", data=body, content_type="application/n-quads")
     assert response.status_code == 202, response.get_data(as_text=True)
-    assert response.json["accepted"] == 7
+    assert response.json["accepted"] == 8  # the mark at 0 (t0) and the cars
     assert [d["time"] for d in response.json["derived"]] == [5, 10, 15, 20]
     times = [(r.event.stream, r.event.time.lexical) for r in service(app).log.read()]
     assert times == [
-        (CARS, "1"), (CARS, "3"), (CARS, "4"), (COUNTED, "5"), (COUNTED, "10"), (CARS, "12"),
+        (CARS, "0"), (CARS, "1"), (CARS, "3"), (CARS, "4"), (COUNTED, "5"), (COUNTED, "10"), (CARS, "12"),
         (CARS, "15"), (CARS, "15"), (COUNTED, "15"), (COUNTED, "20"), (CARS, "21"),
     ]  # fmt: skip
     assert post(client, at(40)).json["derived"] == [
-        {"position": 11 + i, "stream": COUNTED, "time": t} for i, t in enumerate((25, 30, 35))
+        {"position": 12 + i, "stream": COUNTED, "time": t} for i, t in enumerate((25, 30, 35))
     ]
     streams = {CARS: [e for e in events if e.stream == CARS], OTHER: [at(40)]}
     assert logged(app, COUNTED) == rule_events(tmp_path, [COUNTING_PRODUCER], streams)[COUNTED][:-1]
@@ -241,14 +242,14 @@ def test_a_restart_resumes_producer_and_consumer_exactly_once(make_app, data_dir
     client = app.test_client()
     producer = registered(client, PRODUCER)
     consumer = registered(client, CSPARQL_CONSUMER)
-    ingest_each(client, events[:2])
+    ingest_each(client, events[:3])  # the mark at 0 (t0), the cars at 1 and 3
     wait_for(caught_up(app))
     shut_down(app)
     del client, app
     gc.collect()
     app = create_app(config(data_dir))
     client = app.test_client()
-    answers = ingest_each(client, events[2:4])
+    answers = ingest_each(client, events[3:5])
     wait_for(caught_up(app))
     shut_down(app)
     del client, app
@@ -256,13 +257,14 @@ def test_a_restart_resumes_producer_and_consumer_exactly_once(make_app, data_dir
     shutil.rmtree(data_dir / "checkpoints")
     app = make_app()
     client = app.test_client()
-    answers += ingest_each(client, events[4:])
+    answers += ingest_each(client, events[5:])
     assert [d["time"] for a in answers for d in a["derived"]] == [10, 20]
     assert logged(app, CONGESTED) == rule_events(tmp_path, [PRODUCER], {CARS: cars()})[CONGESTED]
     wait_for(caught_up(app))
     assert read_back(client, consumer["iri"]) == ordered(rsep_run(tmp_path, CSPARQL_CONSUMER, [PRODUCER]))
     graphs = evaluation_graphs(client, consumer["iri"])
-    assert len(graphs) == client.get(f"/queries/{consumer['id']}").json["matches"] == 3
+    # closes 20 and 30: (-10, 10] opened before t0 (the mark at 0, the first event logged)
+    assert len(graphs) == client.get(f"/queries/{consumer['id']}").json["matches"] == 2
     assert len(evaluation_graphs(client, producer["iri"])) == 2
 
 
@@ -375,7 +377,7 @@ SELECT ?road FROM STREAM <{CARS}> [RANGE 10s TUMBLING] WHERE {{ ?car :on ?road }
     ]
     producing = registered(client, PRODUCER)
     assert (producing["produces"], producing["warnings"]) == (CONGESTED, [])
-    ingest_each(client, cars()[:4])  # the car at 12 makes close 10 final
+    ingest_each(client, cars()[:5])  # the mark at 0, then the car at 12 makes close 10 final
     assert [time for _, time, _ in logged(app, CONGESTED)] == ["10"]  # the producer's only
     assert logged(app, ALERTS) == []
 
@@ -383,14 +385,14 @@ SELECT ?road FROM STREAM <{CARS}> [RANGE 10s TUMBLING] WHERE {{ ?car :on ?road }
 def test_clients_may_not_post_to_a_produced_stream_until_its_producer_is_deleted(app):
     client = app.test_client()
     producer = registered(client, PRODUCER)
-    ingest_each(client, cars()[:4])  # the car at 12: r1's congestion at 10 is in the log
+    ingest_each(client, cars()[:5])  # the car at 12: r1's congestion at 10 is in the log
     refused = post(client, at(30, CONGESTED))
     assert refused.status_code == 400
     assert f"stream: <{CONGESTED}> is produced by the continuous query {producer['id']}" in refused.get_data(
         as_text=True
     )
     assert client.delete(f"/queries/{producer['id']}").status_code == 204
-    answers = ingest_each(client, [*cars()[4:], at(30, CONGESTED)])
+    answers = ingest_each(client, [*cars()[5:], at(30, CONGESTED)])
     assert [a["derived"] for a in answers] == [[], [], []]  # production stopped at close 20
     assert [time for _, time, _ in logged(app, CONGESTED)] == ["10", "30"]  # what was derived stays
 

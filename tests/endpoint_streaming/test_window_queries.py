@@ -25,6 +25,8 @@ from tests.support.streaming_endpoint import (
     ordered,
     read_back,
     register,
+    register_case,
+    registration_tick,
     shut_down,
     wait_for,
 )
@@ -58,7 +60,7 @@ def case_events(case: Case) -> list[GraphEvent]:
 def test_evaluations_read_back_with_sparql_are_what_rsep_run_prints(app, case):
     load_case_kb(app, case)
     client = app.test_client()
-    response = register(client, (case.folder / "query.rq").read_text(encoding="utf-8"))
+    response = register_case(client, case)
     assert response.status_code == 201, response.get_data(as_text=True)
     query = response.json
     events = case_events(case)
@@ -76,7 +78,7 @@ def test_evaluations_read_back_with_sparql_are_what_rsep_run_prints(app, case):
 def test_a_window_query_waits_for_a_later_event_before_reporting_an_evaluation(app):
     case = CSPARQL["count-window"]
     client = app.test_client()
-    query = register(client, (case.folder / "query.rq").read_text(encoding="utf-8")).json
+    query = register_case(client, case).json
     events = case_events(case)
     ingest(client, events)
     wait_for(caught_up(app))
@@ -92,7 +94,7 @@ def test_a_restarted_endpoint_resumes_window_queries_without_writing_a_graph_twi
     app = create_app(config(data_dir))
     load_case_kb(app, case)
     client = app.test_client()
-    query = register(client, (case.folder / "query.rq").read_text(encoding="utf-8")).json
+    query = register_case(client, case).json
     ingest(client, events[:half])
     wait_for(caught_up(app))
     before = evaluation_graphs(client, query["iri"])
@@ -132,6 +134,7 @@ def test_a_csparql_register_posted_to_sparql_registers_as_post_queries_does(app)
     assert "REGISTER QUERY" in text
     load_case_kb(app, case)
     client = app.test_client()
+    ingest(client, [registration_tick(case.t0)] if case.t0 is not None else [])
     response = client.post("/sparql", data=text, content_type="application/sparql-query")
     assert response.status_code == 201, response.get_data(as_text=True)
     query = response.json
@@ -164,6 +167,7 @@ def test_a_sparql_update_of_the_static_data_applies_from_the_next_evaluation(app
     update(":a a :Car")
     text = f"""REGISTER QUERY cars AS PREFIX : <{ex}>
 SELECT ?x FROM <{ex}static> FROM STREAM <{ex}s> [RANGE 1s STEP 1s] WHERE {{ ?x :on ?r ; a :Car }}"""
+    ingest(client, [at(0, "tick0", OTHER)])  # registered at 0: the window (0, 1] opens at t0
     query = register(client, text).json
     ingest(client, [at(1, "e1"), at(5, "tick1", OTHER)])
     wait_for(caught_up(app))
@@ -192,7 +196,7 @@ def test_on_the_spark_engine_window_queries_run_in_process_next_to_it(spark, mak
     assert isinstance(engine, SplitEngine)
     load_case_kb(app, case)
     client = app.test_client()
-    response = register(client, (case.folder / "query.rq").read_text(encoding="utf-8"))
+    response = register_case(client, case)
     assert response.status_code == 201, response.get_data(as_text=True)
     query = response.json
     assert engine.windows.progress(query["id"]) is not None

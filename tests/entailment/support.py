@@ -13,6 +13,7 @@ from rsep.plugin.algebra.events import EventQuery, MatchElement
 from rsep.plugin.algebra.sparql import GroupPattern
 from rsep.plugin.compile.entailment import Mechanism, entail_pattern
 from rsep.plugin.compile.query_plan import QueryPlan, compile_query, event_pattern_of
+from rsep.plugin.graph_events import Timestamp
 from rsep.plugin.numbering import number_events
 from rsep.plugin.replay import Replay
 from rsep.plugin.results import Projector, jsonl_line
@@ -50,8 +51,15 @@ def request(case: str, entailment: str | None) -> RunRequest:
     streams = [StreamFile(iri, folder / file) for iri, file in manifest(case)["streams"].items()]
     kb = [KbFile(folder / file) for file in manifest(case).get("kb", [])]
     rules = [folder / file for file in manifest(case).get("rules", [])]
+    t0 = manifest(case).get("t0")  # when a window query was registered (`rsep run --t0`)
     return RunRequest(
-        folder / "query.rq", streams, kb, engine="inprocess", rules=rules, entailment=entailment
+        folder / "query.rq",
+        streams,
+        kb,
+        engine="inprocess",
+        rules=rules,
+        entailment=entailment,
+        t0=None if t0 is None else Timestamp.parse(t0),
     )
 
 

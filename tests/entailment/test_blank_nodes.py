@@ -13,6 +13,7 @@ import pytest
 from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, run
 from rsep.grammar import parse_event_query
 from rsep.plugin.compile.query_plan import compile_query
+from rsep.plugin.graph_events import Timestamp
 from rsep.plugin.store.event_reader import read_event_file
 from rsep.plugin.store.gpm_stage import GpmEvaluator
 from rsep.plugin.store.kb import KnowledgeBase
@@ -30,6 +31,7 @@ SCHEMAS = {
     "a stored type derived again": ":K rdfs:subClassOf :L .",
     "one more type, derived twice": ":K rdfs:subClassOf :M . :L rdfs:subClassOf :M .",
 }
+ZERO = Timestamp.parse("0")
 COUNT = f"""REGISTER QUERY q AS PREFIX : <{EX}>
 SELECT (COUNT(*) AS ?n) FROM STREAM <{STREAM}> [RANGE 10s STEP 10s] WHERE {{ ?x a [] }}"""
 GPM = f"""PREFIX : <{EX}> SELECT * FROM STREAM S1 <{STREAM}>
@@ -50,7 +52,8 @@ def window_count(files, schema: str, entailment: str | None) -> str:
     kb, events = files(schema)
     query = events.parent / "count.rq"
     query.write_text(COUNT, encoding="utf-8")
-    request = RunRequest(query, [StreamFile(STREAM, events)], [KbFile(kb)], engine="inprocess")
+    # registered at 0 (`--t0 0`): the window (0, 10] opens at t0, so it holds the event at 1
+    request = RunRequest(query, [StreamFile(STREAM, events)], [KbFile(kb)], engine="inprocess", t0=ZERO)
     return run(replace(request, entailment=entailment)).jsonl()
 
 

@@ -18,6 +18,7 @@ def rsep(case: str, *extra: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     here = folder(case)
     args = [f"--stream={iri}={here / file}" for iri, file in manifest(case)["streams"].items()]
     args += [f"--kb={here / file}" for file in manifest(case).get("kb", [])]
+    args += [f"--t0={manifest(case)['t0']}"] if "t0" in manifest(case) else []
     command = [str(RSEP), "run", str(here / "query.rq"), *args, "--engine", "inprocess", *extra]
     return subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=300, check=False)
 

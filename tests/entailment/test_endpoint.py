@@ -168,9 +168,12 @@ def became_manager(t: int, who: str) -> list[GraphEvent]:
 
 
 def run_with_an_update(app, text: str) -> str:
-    """ann's events, the schema update (Manager ⊑ Employee), bob's events; the query's IRI."""
+    """ann's events, the schema update (Manager ⊑ Employee), bob's events; the query's IRI. The
+    query is registered after a heartbeat at -10, the log's time then: its t0, so a window query's
+    windows up to (-10, 0] open at or after it and every close from the first event on is evaluated."""
     client = app.test_client()
     update(client, schema_v1())
+    ingest_events(client, [event(-10, "start-tick", "", OTHER)])
     response = client.post("/queries?entailment=rdfs", data=text, content_type="application/sparql-query")
     assert response.status_code == 201, response.get_data(as_text=True)
     ingest_events(client, became_manager(1, "ann"))

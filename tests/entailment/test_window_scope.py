@@ -36,7 +36,9 @@ ANN_AT_ACME = {"y": "<http://example.org/ann>", "o": "<http://example.org/acme>"
 
 
 def bindings(tmp_path, query: str, kb: dict[str, str], entailment: str | None = "rdfs") -> list[dict]:
-    return [line["bindings"] for line in run_inline(tmp_path, query, {S: TWO_MANAGERS}, kb, entailment)]
+    """Registered at 0 (`--t0 0`): the C-SPARQL window (0, 10] holds the event at 1."""
+    lines = run_inline(tmp_path, query, {S: TWO_MANAGERS}, kb, entailment, t0="0")
+    return [line["bindings"] for line in lines]
 
 
 def count(n: int) -> dict[str, str]:

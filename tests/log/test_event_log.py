@@ -101,3 +101,13 @@ def test_a_log_written_before_intervals_reads_the_same(tmp_path):
     log = EventLog(tmp_path)
     assert [r.event for r in log.read()] == [event(1, "a")]
     assert log.next_position == 1 and log.last_time == 1.0
+
+
+def test_the_time_before_a_position_is_the_newest_event_before_it(tmp_path):
+    """A query registered to read from a position was registered at this time (its windows' t0)."""
+    log = EventLog(tmp_path, segment_size=2)
+    assert log.time_before(0) is None
+    log.append([event(1, "a"), event(3, "b")])
+    log.append([event(3, "c"), event(8, "d"), event(9, "e")])
+    assert [log.time_before(p) for p in range(6)] == [None, 1, 3, 3, 8, 9]
+    assert EventLog(tmp_path, segment_size=2).time_before(3) == 3  # read back from the files

@@ -60,3 +60,16 @@ def test_ids_that_are_not_ours_are_unknown_not_paths(tmp_path):
 def test_no_temporary_file_is_left_behind(tmp_path):
     Registry(tmp_path).create("q", "spaseq", STREAMS, 0, {})
     assert [p.suffix for p in tmp_path.iterdir()] == [".json"]
+
+
+def test_a_registration_keeps_its_time_in_stream_time(tmp_path):
+    """`t0`: the log's time at the registration, where a window query's windows start; absent (an
+    empty log, or a registration written before it was kept) it is None."""
+    registry = Registry(tmp_path)
+    query = registry.create("q", "c-sparql", STREAMS, 3, {}, t0=1406880000.5)
+    assert Registry(tmp_path).get(query.id) == query and query.t0 == 1406880000.5
+    older = registry.create("q", "c-sparql", STREAMS, 0, {})
+    on_disk = json.loads((tmp_path / f"{older.id}.json").read_text())
+    assert on_disk.pop("t0") is None
+    (tmp_path / f"{older.id}.json").write_text(json.dumps(on_disk))
+    assert Registry(tmp_path).get(older.id) == older

@@ -9,6 +9,7 @@ import random
 from rsep.plugin.graph_events import GraphEvent
 from rsep.plugin.store.kb import KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows
+from rsep.plugin.windows.window_functions import to_ticks
 from rsep.plugin.windows.window_replay import WindowReplay
 from tests.service.window_runs import QUERY_ID, S1, graph_of, plan_of, random_log, run_in_batches
 
@@ -27,7 +28,9 @@ def test_batches_and_restores_give_the_replays_blank_nodes():
         for record in records:
             streams.setdefault(record.event.stream, []).append(record.event)
         done = runner.state.done
-        replayed = WindowReplay(plan, OxigraphWindows(plan, kb), QUERY_ID).run(streams)
+        t0 = min((record.event.time.seconds for record in records), default=None)  # of any stream
+        start = None if t0 is None else to_ticks(t0)
+        replayed = WindowReplay(plan, OxigraphWindows(plan, kb), QUERY_ID).run(streams, t0=start)
         assert list(found.values()) == [
             graph_of(plan, e) for e in replayed if done is not None and e.time <= done
         ]

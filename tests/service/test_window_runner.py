@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -57,11 +58,15 @@ class Contents:
         return Answer(rows=(row,))
 
 
-def expected_graphs(plan: WindowPlan, evaluator, records: Sequence[LogRecord], done: int | None):
+def expected_graphs(
+    plan: WindowPlan, evaluator, records: Sequence[LogRecord], done: int | None, t0: float | None = None
+):
     streams: dict[str, list[GraphEvent]] = {}
     for record in records:
         streams.setdefault(record.event.stream, []).append(record.event)
-    evaluations = WindowReplay(plan, evaluator).run(streams)
+    # t0: the registration's time; on an empty log, the first event read, of any stream
+    first = min((to_ticks(record.event.time.seconds) for record in records), default=None)
+    evaluations = WindowReplay(plan, evaluator).run(streams, t0=first if t0 is None else to_ticks(t0))
     return [graph_of(plan, e) for e in evaluations if done is not None and e.time <= done]
 
 
@@ -77,8 +82,11 @@ def test_batches_and_restores_give_the_replay(name, text, dialect, quiet):
     rng = random.Random(f"{name}-{quiet}")
     for _ in range(25):
         records = random_log(rng, plan.streams)
-        found, runner = run_in_batches(plan, lambda: Contents(quiet), records, rng)
-        expected = expected_graphs(plan, Contents(quiet), records, runner.state.done)
+        # registered on an empty log, or at a time at or before the first event (the log's then)
+        earlier = rng.choice([None, 0, 0.5, 3, 10])
+        t0 = None if earlier is None or not records else records[0].event.time.seconds - earlier
+        found, runner = run_in_batches(plan, lambda: Contents(quiet), records, rng, t0)
+        expected = expected_graphs(plan, Contents(quiet), records, runner.state.done, t0)
         assert list(found.values()) == expected
         if records and runner.state.done is not None:  # everything before the last event is final
             last = to_ticks(records[-1].event.time.seconds)
@@ -116,7 +124,8 @@ def test_only_the_items_a_later_window_holds_are_kept():
 
 def test_a_close_after_the_last_item_waits_for_the_item_that_makes_it_an_evaluation_time():
     plan = plan_of(CSPARQL["sliding"], "c-sparql")
-    runner = WindowRunner(registered(plan), plan, Contents(quiet=False))
+    # registered at 0: the windows holding the item at 10, closing at 10, 11 and 12, open after t0
+    runner = WindowRunner(replace(registered(plan), t0=0.0), plan, Contents(quiet=False))
 
     def record(position: int, t: float, stream: str = S1) -> LogRecord:
         return LogRecord(position, GraphEvent(stream, f"<urn:e:{position}>", Timestamp(t, str(t), True),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rsep.grammar import parse_event_query
 from rsep.plugin.graph_events import GraphEvent, Timestamp
@@ -55,11 +56,12 @@ def graph_of(plan: WindowPlan, evaluation) -> EvaluationGraph:
 
 
 def run_in_batches(
-    plan: WindowPlan, make_evaluator, records, rng: random.Random
+    plan: WindowPlan, make_evaluator, records, rng: random.Random, t0: float | None = None
 ) -> tuple[dict, WindowRunner]:
     """Steps over random batches, restoring from a snapshot now and then (as after a crash,
-    the graphs emitted after it come out again: they must be the same)."""
-    query = registered(plan)
+    the graphs emitted after it come out again: they must be the same); `t0`: the registration's
+    time (None: registered on an empty log)."""
+    query = replace(registered(plan), t0=t0)
     runner = WindowRunner(query, plan, make_evaluator(), clock=lambda: "D")
     found: dict[str, EvaluationGraph] = {}
     order: list[str] = []

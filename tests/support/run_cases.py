@@ -4,7 +4,8 @@ inline by a test (`run_inline`).
 
 A fixture folder holds `query.rq`, one TriG file per stream, optional static data, a
 `manifest.json` (`description` of how the expected output was derived, `streams`: stream IRI ->
-file, `kb`: graph IRI -> file, the empty string for the default graph) and `expected.jsonl`.
+file, `kb`: graph IRI -> file, the empty string for the default graph, optional `t0`: when a
+window query was registered, as `rsep run --t0`) and `expected.jsonl`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rsep.endpoint.run_command import KbFile, RunRequest, StreamFile, run
+from rsep.plugin.graph_events import Timestamp
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,7 @@ class Case:
     description: str
     streams: dict[str, str]
     kb: dict[str, str]
+    t0: str | None = None
 
     @property
     def name(self) -> str:
@@ -33,6 +36,7 @@ class Case:
             [StreamFile(iri, self.folder / file) for iri, file in self.streams.items()],
             [KbFile(self.folder / file, graph or None) for graph, file in self.kb.items()],
             engine="inprocess",
+            t0=None if self.t0 is None else Timestamp.parse(self.t0),
         )
 
     def expected(self) -> list[dict[str, object]]:
@@ -43,7 +47,8 @@ def load_cases(root: Path) -> list[Case]:
     cases = []
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-        cases.append(Case(folder, manifest["description"], manifest["streams"], manifest.get("kb", {})))
+        streams, kb, t0 = manifest["streams"], manifest.get("kb", {}), manifest.get("t0")
+        cases.append(Case(folder, manifest["description"], streams, kb, t0))
     return cases
 
 
@@ -69,10 +74,11 @@ def run_inline(
     streams: dict[str, str],
     kb: dict[str, str] | None = None,
     entailment: str | None = None,
+    t0: str | None = None,
 ) -> list[dict[str, object]]:
     """Write a query, TriG streams (the prefixes `:` = http://example.org/ and `prov:` are declared)
     and Turtle KB graphs into `folder`, run them like `rsep run --engine inprocess [--entailment
-    ...]`, return the lines."""
+    ...] [--t0 ...]`, return the lines."""
     (folder / "query.rq").write_text(query, encoding="utf-8")
     files = []
     for index, (iri, text) in enumerate(streams.items()):
@@ -84,4 +90,9 @@ def run_inline(
         path = folder / f"kb{index}.ttl"
         path.write_text(PREAMBLE + text, encoding="utf-8")
         kb_files.append(KbFile(path, graph or None))
-    return output(RunRequest(folder / "query.rq", files, kb_files, engine="inprocess", entailment=entailment))
+    registered = None if t0 is None else Timestamp.parse(t0)
+    return output(
+        RunRequest(
+            folder / "query.rq", files, kb_files, engine="inprocess", entailment=entailment, t0=registered
+        )
+    )

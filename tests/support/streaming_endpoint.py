@@ -15,6 +15,7 @@ from flask import Flask
 
 from rsep.endpoint.engines import Streaming
 from rsep.plugin.graph_events import GraphEvent, Timestamp
+from tests.support.run_cases import Case
 
 OTHER = "http://example.org/another-stream"
 """A stream no query reads."""
@@ -86,6 +87,21 @@ def later_event(after: list[GraphEvent]) -> GraphEvent:
     """An event on a stream no query reads, after every other: it makes every evaluation final."""
     t = max(e.time.seconds for e in after) + 100_000
     return GraphEvent(OTHER, "<http://example.org/tick>", Timestamp(t, str(int(t)), True), "")
+
+
+def registration_tick(t0: str) -> GraphEvent:
+    """An event at `t0` on a stream no query reads: a query registered after it is registered at
+    `t0`, the log's time then, where its windows start (docs/semantics.md, "Evaluation times");
+    a fixture's `t0` (tests/support/run_cases.py) on the endpoint."""
+    return GraphEvent(OTHER, "<http://example.org/registered>", Timestamp.parse(t0), "")
+
+
+def register_case(client, case: Case):
+    """Register a fixture's query (tests/support/run_cases.py) at the fixture's `t0`, as `rsep run`
+    runs it (`Case.request`); the response."""
+    if case.t0 is not None:
+        ingest(client, [registration_tick(case.t0)])
+    return register(client, (case.folder / "query.rq").read_text(encoding="utf-8"))
 
 
 def ingest(client, events: list[GraphEvent]) -> None:
