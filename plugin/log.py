@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
+from rsep.plugin.durable import fsync_path
 from rsep.plugin.errors import EngineUnavailable, InvalidInput, StorageFailure
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 
@@ -164,7 +165,7 @@ class EventLog:
                 self._failed = error.pending
                 raise
             if created:
-                _fsync_directory(self.directory)
+                fsync_path(self.directory)
             self._next = first + len(events)
             self._newest = events[-1].time
             return range(first, self._next)
@@ -228,7 +229,7 @@ class EventLog:
                 path.unlink()
                 dropped = True
             if dropped:
-                _fsync_directory(self.directory)
+                fsync_path(self.directory)
 
     def _segments(self) -> list[tuple[int, Path]]:
         return sorted((int(p.stem), p) for p in self.directory.glob("*.jsonl"))
@@ -362,12 +363,3 @@ def _cut(path: Path, size: int) -> None:
             f"event log {path}: cannot cut a failed append back to byte offset {size} ({error}); "
             "the log takes no writes until it can"
         ) from None
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make a new segment file's directory entry durable."""
-    descriptor = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

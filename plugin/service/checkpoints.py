@@ -29,8 +29,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from rsep.plugin.durable import fsync_path
 from rsep.plugin.errors import InternalError
-from rsep.plugin.service.registry import fsync_directory
 
 MAGIC = b"RSEPCKPT1\n"
 _DIGEST = 32
@@ -72,13 +72,13 @@ class CheckpointStore:
                 temporary.write_bytes(MAGIC + hashlib.sha256(payload).digest() + payload)
                 staged.append((temporary, path, existing))
             for temporary, _, _ in staged:
-                _fsync_file(temporary)
+                fsync_path(temporary)
             if created:
-                fsync_directory(self.root)
+                fsync_path(self.root)
             for temporary, path, _ in staged:
                 os.replace(temporary, path)
             for folder in dict.fromkeys(path.parent for _, path, _ in staged):
-                fsync_directory(folder)
+                fsync_path(folder)
             for _, _, existing in staged:
                 for _, old in existing[: max(0, len(existing) + 1 - self.keep)]:
                     old.unlink(missing_ok=True)
@@ -98,7 +98,7 @@ class CheckpointStore:
             folder = self.root / query_id
             if folder.exists():
                 shutil.rmtree(folder)
-                fsync_directory(self.root)
+                fsync_path(self.root)
 
     def query_ids(self) -> list[str]:
         """The queries that have a checkpoint folder."""
@@ -117,14 +117,6 @@ class CheckpointStore:
             if path.stem.isdigit():
                 found.append((int(path.stem), path))
         return sorted(found)
-
-
-def _fsync_file(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 def _verified(path: Path) -> bytes | None:

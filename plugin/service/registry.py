@@ -9,7 +9,6 @@ the folder), so a crash leaves either the old or the new registration.
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
 import threading
@@ -19,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rsep.plugin.durable import fsync_path, write_atomically
 from rsep.plugin.vocabulary import QUERY_IRI_PREFIX
 
 ACTIVE = "active"
@@ -135,7 +135,7 @@ class Registry:
                 self._path(query_id).unlink()
             except FileNotFoundError:
                 return False
-            fsync_directory(self.directory)
+            fsync_path(self.directory)
             return True
 
     def _path(self, query_id: str) -> Path:
@@ -144,23 +144,3 @@ class Registry:
     def _write(self, query: RegisteredQuery) -> None:
         text = json.dumps(query.to_json(), ensure_ascii=False, indent=2) + "\n"
         write_atomically(self._path(query.id), text.encode("utf-8"))
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so that a crash leaves the old file or the new
-    one, never a mix: temporary file, fsync, rename, fsync of the folder."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    fsync_directory(path.parent)
-
-
-def fsync_directory(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

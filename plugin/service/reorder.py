@@ -32,13 +32,13 @@ from __future__ import annotations
 import heapq
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from rsep.plugin.durable import write_atomically
 from rsep.plugin.errors import EngineUnavailable
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.log import EventLog, check_kind
@@ -234,15 +234,4 @@ def _read_overrides(path: Path) -> dict[str, float]:
 
 
 def _write_overrides(path: Path, overrides: dict[str, float]) -> None:
-    """Replace the file atomically: written beside it, fsynced, renamed, the directory fsynced."""
-    temporary = path.with_suffix(".tmp")
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(overrides, handle, sort_keys=True)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
-    descriptor = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
+    write_atomically(path, json.dumps(overrides, sort_keys=True).encode("utf-8"))

@@ -56,9 +56,9 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
+from rsep.plugin.durable import write_atomically
 from rsep.plugin.log import LogRecord, decode_record
 from rsep.plugin.numbering import NumberedEvent, number_records
-from rsep.plugin.service.registry import write_atomically
 
 SOURCE_NAME = "rsep_event_log"
 

@@ -60,6 +60,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from rsep.plugin.compile.query_plan import QueryPlan
+from rsep.plugin.durable import write_atomically
 from rsep.plugin.errors import InternalError
 from rsep.plugin.graph_events import Timestamp
 from rsep.plugin.log import LogRecord
@@ -70,7 +71,7 @@ from rsep.plugin.service import checkpoints as checkpoint_format
 from rsep.plugin.service.engine import QueryCompiler, QueryProgress
 from rsep.plugin.service.lifecycle import EngineWiring, QuerySlots, Slot
 from rsep.plugin.service.match_graphs import EventRef, MatchGraph, match_graph
-from rsep.plugin.service.registry import FAILED, RegisteredQuery, write_atomically
+from rsep.plugin.service.registry import FAILED, RegisteredQuery
 from rsep.plugin.spark.log_source import SOURCE_NAME, EventLogSource, QueryTable, SnapshotFiles, TableEntry
 from rsep.plugin.spark.session import failure_message, get_session
 from rsep.plugin.spark.stream_stages import (
