@@ -72,6 +72,7 @@
     resizeable: true,
   });
   let examples = [];
+  let examplesLoaded = Promise.resolve(); // GET /ui/examples, awaited by the example buttons
   let eventTime = {}; // the endpoint's --max-lateness, --idle-timeout, --late (GET /ui/examples)
 
   async function loadExamples() {
@@ -90,7 +91,8 @@
     return examples.find((found) => found.dialect === $("dialect").value);
   }
 
-  $("example-load").addEventListener("click", () => {
+  $("example-load").addEventListener("click", async () => {
+    await examplesLoaded;
     const found = example();
     if (!found) return;
     events.setValue(found.query);
@@ -128,6 +130,7 @@
   // `oneAtATime`, each file in its own POST /streams, in the manifest's order (the endpoint must
   // accept events out of order: rsep serve --max-lateness).
   async function runExample(oneAtATime) {
+    await examplesLoaded; // a click may come before GET /ui/examples has answered
     const found = example();
     if (!found) return;
     $("example-posts").replaceChildren();
@@ -366,7 +369,7 @@
 
   $("timeline-refresh").addEventListener("click", () => refreshTimeline());
 
-  loadExamples();
+  examplesLoaded = loadExamples();
   refreshTimeline().then(async () => {
     try {
       const queries = (await (await api("/queries")).json()).queries;
