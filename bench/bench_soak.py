@@ -89,6 +89,7 @@ def queries(kinds: Sequence[str] = KINDS) -> list[str]:
 class Sample:
     elapsed: float
     rss_mb: float
+    anon_mb: float
     disk_mb: float
     posted: int
     lag: int
@@ -121,9 +122,11 @@ def _event(kind: str, index: int, group: int, moment: float) -> str:
     return quads + f"{name} <http://www.w3.org/ns/prov#generatedAtTime> {stamp} .\n"
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """A memory figure of /proc/PID/status in MB: VmRSS, or RssAnon (heaps: Python's, Oxigraph's,
+    RocksDB's memtables and caches) against RssFile (mapped files)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return 0.0
 
@@ -150,11 +153,13 @@ class Sampler(threading.Thread):
     def take(self) -> None:
         _, body = self.client.request("GET", "/queries")
         lag = max([q["lag"] or 0 for q in json.loads(body)["queries"]], default=0)
-        sample = Sample(time.monotonic() - self.began, rss_mb(self.server.process.pid), disk_mb(self.data),
-                        self.soak.posted, lag, self.phase)  # fmt: skip
+        pid = self.server.process.pid
+        elapsed = time.monotonic() - self.began
+        anon = rss_mb(pid, "RssAnon")
+        sample = Sample(elapsed, rss_mb(pid), anon, disk_mb(self.data), self.soak.posted, lag, self.phase)
         self.soak.samples.append(sample)
-        print(f"{sample.elapsed:8.0f} {sample.rss_mb:9.1f} {sample.disk_mb:9.1f} {sample.posted:11,} "
-              f"{sample.lag:8,}  {sample.phase}", flush=True)  # fmt: skip
+        print(f"{elapsed:8.0f} {sample.rss_mb:9.1f} {sample.anon_mb:9.1f} {sample.disk_mb:9.1f} "
+              f"{sample.posted:11,} {sample.lag:8,}  {sample.phase}", flush=True)  # fmt: skip
 
 
 def run(
@@ -174,7 +179,10 @@ def run(
                     raise SystemExit(f"registering {text!r}: {status} {body[:300]!r}")
             pid = server.process.pid
             print(f"rsep serve pid {pid}, {len(texts)} queries, {rate:,.0f} events/s for {seconds:.0f} s")
-            print(f"{'s':>8} {'RSS MB':>9} {'disk MB':>9} {'posted':>11} {'max lag':>8}  phase", flush=True)
+            print(
+                f"{'s':>8} {'RSS MB':>9} {'anon MB':>9} {'disk MB':>9} {'posted':>11} {'max lag':>8}  phase",
+                flush=True,
+            )
             began = time.monotonic()
             sampler = Sampler(server, data, soak, every, began)
             sampler.start()
@@ -240,9 +248,10 @@ def report(soak: Soak) -> None:
     if load:
         print(f"max lag during the load: {max(s.lag for s in load):,} events; at its end: {load[-1].lag:,}")
     rss = slope_per_minute([(s.elapsed, s.rss_mb) for s in second])
+    anon = slope_per_minute([(s.elapsed, s.anon_mb) for s in second])
     disk = slope_per_minute([(s.elapsed, s.disk_mb) for s in second])
     print(f"verdict: RSS slope over the second half ({half:.0f} s on, {len(second)} samples): "
-          f"{rss:+.2f} MB/min; "
+          f"{rss:+.2f} MB/min (anonymous {anon:+.2f}); "
           f"data folder {disk:+.2f} MB/min")  # fmt: skip
     if load and idle:
         print(f"idle: RSS {load[-1].rss_mb:.1f} MB at the end of the load -> {idle[-1].rss_mb:.1f} MB after "
