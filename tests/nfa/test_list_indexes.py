@@ -3,7 +3,7 @@ the runtime replaced (pruned, compacted, copied) takes its index with it (the so
 
 from __future__ import annotations
 
-from rsep.plugin.nfa.joins import OccurrenceIndexes, Occurrence
+from rsep.plugin.nfa.joins import Occurrence, OccurrenceIndexes
 from rsep.plugin.nfa.memory import RememberedIndexes
 
 
@@ -38,7 +38,7 @@ def test_a_replaced_history_does_not_keep_its_index():
     indexes = RememberedIndexes()
     scope = frozenset({"k"})
     history = [({"k": f"k{n % 5}"}, (float(n), float(n))) for n in range(100)]
-    for step in range(1000):
+    for _ in range(1000):
         assert len(indexes.meeting(history, scope, {"k": "k2"})) == 20
         history = [*history]  # compacted or copied: a new list
     assert len(indexes) <= 64
