@@ -33,6 +33,7 @@ from rsep.plugin.service.engine import (
     Runner,
     WindowEvaluatorFactory,
 )
+from rsep.plugin.service.heap_trim import HeapTrim
 from rsep.plugin.service.lifecycle import EngineWiring, QuerySlots, Slot
 from rsep.plugin.service.registry import RegisteredQuery
 from rsep.plugin.service.runner import QueryRunner
@@ -82,6 +83,7 @@ class InProcessEngine:
         self._thread: threading.Thread | None = None
         self._last_checkpoint = time.monotonic()
         self._tail = _Tail(max_batch * 4)
+        self.heap = HeapTrim()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -163,6 +165,7 @@ class InProcessEngine:
             while not self._stopping.is_set() and self._run_once():
                 self._checkpoint()
             self._checkpoint()
+            self.heap.maybe()  # caught up: hand back what the batches freed (rsep.plugin.service.heap_trim)
 
     def _loop(self) -> None:
         while not self._stopping.is_set():
