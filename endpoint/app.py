@@ -49,6 +49,7 @@ DEFAULTS: dict[str, Any] = {
     "RSEP_ALLOWED_HOSTS": (),
     "RSEP_BIND_HOST": None,
     "RSEP_ALLOW_REMOTE": (),
+    "RSEP_SERVICE_TIMEOUT": 10.0,
     "RSEP_MAX_BODY": 64 * 2**20,
     "RSEP_MAX_QUERY_SIZE": 2**20,
     "RSEP_MAX_LITERAL": 4 * 2**20,

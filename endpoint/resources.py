@@ -9,7 +9,7 @@ from pathlib import Path
 
 from flask import Flask, current_app
 
-from rsep.plugin import KnowledgeBase, allow_remote, open_store
+from rsep.plugin import KnowledgeBase, allow_remote, open_store, set_service_timeout
 
 
 @dataclass
@@ -21,6 +21,7 @@ class Resources:
 def init_app(app: Flask) -> None:
     data_dir = Path(app.config["RSEP_DATA_DIR"])
     allow_remote(app.config.get("RSEP_ALLOW_REMOTE") or ())  # SERVICE and LOAD: off by default
+    set_service_timeout(float(app.config["RSEP_SERVICE_TIMEOUT"]))  # and within a deadline when on
     app.extensions["rsep"] = Resources(data_dir, KnowledgeBase(open_store(data_dir / "store")))
 
 

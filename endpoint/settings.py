@@ -157,6 +157,8 @@ SETTINGS = (
             "Host names served besides localhost, IP addresses and --host (* for any)"),
     Setting("RSEP_ALLOW_REMOTE", "--allow-remote", _hosts, "HOST[,HOST...]",
             "hosts SERVICE and LOAD may fetch from over http(s) (default none; * for any)"),
+    Setting("RSEP_SERVICE_TIMEOUT", "--service-timeout", _positive_seconds, "SECONDS",
+            "longest a SERVICE or LOAD waits for its remote (default 10; 504 past it)"),
     Setting("RSEP_MAX_BODY", "--max-body", _bytes, "BYTES",
             "largest request body, e.g. 64M (default 64M; 413 past it)"),
     Setting("RSEP_MAX_QUERY_SIZE", "--max-query-size", _bytes, "BYTES",

@@ -42,6 +42,7 @@ from lark import Token
 from lark.tree import Meta
 from lark.visitors import v_args
 
+from rsep.grammar.absolute_iris import AbsoluteIris
 from rsep.grammar.dialect_spec import DialectSpec
 from rsep.grammar.sparql_transformer import QueryParts, SparqlTransformer, StaticSemanticsError
 from rsep.plugin.algebra.analysis import expr_contains, expr_vars, pattern_vars
@@ -169,7 +170,7 @@ def _refusing(what: str) -> Any:
     return refuse
 
 
-class EpsparqlTransformer(SparqlTransformer):
+class EpsparqlTransformer(AbsoluteIris):
     """One method per rule epsparql.lark adds or overrides."""
 
     def __init__(self, base_iri: str | None = None) -> None:

@@ -16,8 +16,9 @@ from lark import Token
 from lark.tree import Meta
 from lark.visitors import v_args
 
+from rsep.grammar.absolute_iris import AbsoluteIris
 from rsep.grammar.dialect_spec import DialectSpec
-from rsep.grammar.sparql_transformer import QueryParts, SparqlTransformer, StaticSemanticsError
+from rsep.grammar.sparql_transformer import QueryParts, StaticSemanticsError
 from rsep.plugin.algebra.events import (
     Conjunction,
     ConsumptionPolicy,
@@ -121,7 +122,7 @@ class _Body:
     definitions: tuple[_GpmDefinition, ...]
 
 
-class SpaseqTransformer(SparqlTransformer):
+class SpaseqTransformer(AbsoluteIris):
     """One method per rule spaseq.lark adds or overrides."""
 
     def within_clause(self, children: list[Token]) -> Duration:

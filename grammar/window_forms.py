@@ -6,33 +6,20 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from lark import Token
 from lark.tree import Meta
 from lark.visitors import v_args
 
-from rsep.grammar.sparql_transformer import QueryParts, SparqlTransformer
+from rsep.grammar.absolute_iris import AbsoluteIris
+from rsep.grammar.sparql_transformer import QueryParts
 from rsep.plugin.algebra.events import ConstructForm, EventQuery, SelectForm, SourcePosition
-from rsep.plugin.algebra.sparql import IRI, has_scheme
 
 
-class WindowQueryForms(SparqlTransformer):
+class WindowQueryForms(AbsoluteIris):
     """The base of the window dialects' transformers, which define `_query`; the query keeps
     where its form is written (rsep.plugin.store.prepare reports Oxigraph's refusals there)."""
 
     def _query(self, form: SelectForm | ConstructForm, parts: QueryParts, meta: Meta) -> EventQuery:
         raise NotImplementedError
-
-    def iri(self, children: list[Token]) -> IRI:
-        """Oxigraph runs a window query's SPARQL without a base (rsep.plugin.windows.window_plan), so an
-        IRI the query's BASE and the base it was given leave relative is refused where it stands."""
-        found = super().iri(children)
-        if not has_scheme(found.value):
-            raise self.fail(
-                f"<{found.value}> is a relative IRI and the query has no base: declare BASE <...> in "
-                "the query (or give a base: rsep run --base, POST /queries?base=)",
-                children[0],
-            )
-        return found
 
     def _positioned(self, form: SelectForm | ConstructForm, parts: QueryParts, meta: Meta) -> EventQuery:
         return replace(self._query(form, parts, meta), position=SourcePosition(*self.position(meta)))

@@ -35,6 +35,7 @@ _MODULES = {
     ),
     "rsep.plugin.graph_events": ("GraphEvent", "Timestamp"),
     "rsep.plugin.store.remote": ("RemoteRefused", "allow_remote"),
+    "rsep.plugin.store.remote_deadline": ("ServiceTimeout", "set_service_timeout"),
     "rsep.plugin.store.literal_limit": ("limit_literals",),
     "rsep.plugin.log": ("EventLog", "LateEventError", "LogRecord", "MixedTimeError"),
     "rsep.plugin.nfa.runtime": ("Match",),
@@ -367,6 +368,12 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.store.remote import (
         allow_remote as allow_remote,
+    )
+    from rsep.plugin.store.remote_deadline import (
+        ServiceTimeout as ServiceTimeout,
+    )
+    from rsep.plugin.store.remote_deadline import (
+        set_service_timeout as set_service_timeout,
     )
     from rsep.plugin.store.service_description import (
         ServiceDescription as ServiceDescription,

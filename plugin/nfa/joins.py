@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 
 from rsep.plugin.nfa.automaton import JoinAtom
+from rsep.plugin.nfa.list_indexes import ListIndexes
 
 Occurrence = tuple[int, int, dict[str, str], float, float]
 """(operand, event id, solution mapping, start, end) of one GPM row a join group remembers."""
@@ -205,23 +206,22 @@ def _bucket(
 
 
 class OccurrenceIndexes:
-    """An index per join memory list and operand in use (a bounded cache, like
-    `RememberedIndexes`: lists are replaced when pruned, consumed or copied, and an
-    evicted index is rebuilt on demand)."""
+    """An index per join memory list and operand in use (`ListIndexes`: lists are replaced
+    when pruned, consumed or copied, the replaced ones' indexes swept out, and an evicted
+    index is rebuilt on demand)."""
 
     def __init__(self, limit: int = 4096) -> None:
-        self.limit = limit
-        self._found: dict[tuple[int, int], _OperandIndex] = {}
+        self._found: ListIndexes[_OperandIndex] = ListIndexes(limit)
+
+    def __len__(self) -> int:
+        return len(self._found)
 
     def meeting(
         self, entries: list[Occurrence], operand: int, mapping: Mapping[str, str]
     ) -> Sequence[Occurrence]:
         """The remembered occurrences of `operand` that may be compatible with `mapping`."""
-        key = (id(entries), operand)
-        index = self._found.get(key)
-        if index is None or index.entries is not entries:
-            if len(self._found) >= self.limit:
-                self._found.clear()
-            index = self._found[key] = _OperandIndex(entries, operand)
+        index = self._found.get(entries, operand)
+        if index is None:
+            index = self._found.put(entries, operand, _OperandIndex(entries, operand))
         index.catch_up()
         return index.meeting(mapping)

@@ -30,6 +30,7 @@ from rsep.plugin.algebra.analysis import expr_vars
 from rsep.plugin.algebra.events import ConsumptionPolicy
 from rsep.plugin.nfa.automaton import AntiJoin, Automaton, JoinAtom, Relation, State
 from rsep.plugin.nfa.joins import Occurrence
+from rsep.plugin.nfa.list_indexes import ListIndexes
 
 Remembered = tuple[dict[str, str], tuple[float, float]]
 """(solution mapping, (start, end)) of an auxiliary pattern."""
@@ -203,22 +204,22 @@ class RememberedIndex:
 
 
 class RememberedIndexes:
-    """An index per history list in use (a bounded cache: lists are replaced when
-    compacted or copied, and an evicted index is rebuilt on demand)."""
+    """An index per history list in use (`ListIndexes`: lists are replaced when compacted
+    or copied, the replaced ones' indexes swept out, and an evicted index is rebuilt on
+    demand)."""
 
     def __init__(self, limit: int = 4096) -> None:
-        self.limit = limit
-        self._found: dict[tuple[int, frozenset[str]], RememberedIndex] = {}
+        self._found: ListIndexes[RememberedIndex] = ListIndexes(limit)
+
+    def __len__(self) -> int:
+        return len(self._found)
 
     def meeting(
         self, entries: list[Remembered], scope: frozenset[str] | None, base: Mapping[str, str]
     ) -> Sequence[Remembered]:
         if scope is None or len(entries) < INDEX_FROM:
             return entries
-        key = (id(entries), scope)
-        index = self._found.get(key)
-        if index is None or index.entries is not entries or not index.catch_up():
-            if len(self._found) >= self.limit:
-                self._found.clear()
-            index = self._found[key] = RememberedIndex(entries, scope)
+        index = self._found.get(entries, scope)
+        if index is None or not index.catch_up():
+            index = self._found.put(entries, scope, RememberedIndex(entries, scope))
         return index.meeting(base)

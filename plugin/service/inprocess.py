@@ -33,6 +33,7 @@ from rsep.plugin.service.engine import (
     Runner,
     WindowEvaluatorFactory,
 )
+from rsep.plugin.service.heap_trim import HeapTrim
 from rsep.plugin.service.lifecycle import EngineWiring, QuerySlots, Slot
 from rsep.plugin.service.match_graphs import ResultGraph
 from rsep.plugin.service.registry import RegisteredQuery
@@ -88,6 +89,7 @@ class InProcessEngine:
         self._checkpoint_cost = 0.0
         """Seconds the last checkpoint round took."""
         self._tail = _Tail(max_batch * 4)
+        self.heap = HeapTrim()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -169,6 +171,7 @@ class InProcessEngine:
             while not self._stopping.is_set() and self._run_once():
                 self._checkpoint()
             self._checkpoint()
+            self.heap.maybe()  # caught up: hand back what the batches freed (rsep.plugin.service.heap_trim)
 
     def _loop(self) -> None:
         while not self._stopping.is_set():

@@ -25,6 +25,7 @@ import pyoxigraph as ox
 from rsep.plugin.errors import InvalidInput, RemoteFailure, RsepError, Unrepresentable
 from rsep.plugin.store.literal_limit import bounded
 from rsep.plugin.store.remote import check_remote
+from rsep.plugin.store.remote_deadline import within_deadline
 
 GraphName = str | None
 """A graph of the store: a named graph's IRI, or None for the default graph."""
@@ -137,7 +138,20 @@ def run_query(
 
     pyoxigraph's results are lazy and "unsendable" (they must be dropped by the thread that made
     them), so every error is turned into a RsepError here, raised after the result is
-    dropped: no traceback carries the result to another thread."""
+    dropped: no traceback carries the result to another thread. A text with a SERVICE or LOAD
+    runs within `--service-timeout` (rsep.plugin.store.remote_deadline)."""
+    check_remote(text, base_iri=base_iri, source="query")
+    return within_deadline(text, base_iri, lambda: _run_query(store, text, choose, base_iri, dataset, union))
+
+
+def _run_query(
+    store: ox.Store,
+    text: str,
+    choose: Callable[[QueryForm], str],
+    base_iri: str | None,
+    dataset: Dataset | None,
+    union: bool,
+) -> tuple[str, bytes]:
     result = _evaluate(store, text, base_iri, dataset, union)
     failure: RsepError | None = None
     try:
@@ -155,8 +169,13 @@ def run_query(
 
 
 def run_update(store: ox.Store, text: str, *, base_iri: str | None) -> None:
-    """Run a SPARQL update; Oxigraph applies it in one transaction."""
+    """Run a SPARQL update; Oxigraph applies it in one transaction (a LOAD or SERVICE within
+    `--service-timeout`)."""
     check_remote(text, base_iri=base_iri, source="update")
+    within_deadline(text, base_iri, lambda: _run_update(store, text, base_iri))
+
+
+def _run_update(store: ox.Store, text: str, base_iri: str | None) -> None:
     failure: RsepError | None = None
     with _write_lock:
         try:

@@ -64,6 +64,8 @@ NamedGraph = ox.NamedNode | ox.BlankNode
 Function = Callable[..., ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple | None]
 Key = tuple[str, str, str]
 Results = ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples
+REBUILD_FROM = 50_000
+"""Quads added to a window store after which it may be rebuilt (`OxigraphWindows._worn`)."""
 RESULT_GRAPHS = (MATCH_IRI_PREFIX, MATCHES_GRAPH)
 """The graphs continuous queries write on the endpoint: results, not background knowledge."""
 
@@ -94,6 +96,11 @@ class OxigraphWindows:
             q for q in self.kb.store.quads_for_pattern(None, None, None, None) if not _is_result(q.graph_name)
         )
         self.kb_graphs: list[NamedGraph] = list(self.store.named_graphs())
+        self._base_size = len(self.store)
+        self._added = 0
+        """Quads added since the build: Oxigraph's in-memory store keeps memory for every quad it
+        ever held (removing one does not free it; bench/bench_soak.py saw ~0.5 KB a quad), so a
+        store that windows slide through is rebuilt once that is several times what it holds."""
         self.static = self._static_graph()
         graphs = [MERGED_GRAPH] if plan.merged else [w.graph for w in plan.windows]
         self.window_graphs = [ox.NamedNode(g) for g in graphs]
@@ -161,7 +168,7 @@ class OxigraphWindows:
     ) -> Answer:
         """The answer over `contents`; CQELS-CEP's event clauses read the events' intervals
         clipped to the windows' `bounds` (rsep.plugin.windows.window_replay.clip_bounds)."""
-        if self.kb.lookup_version != self.version:
+        if self.kb.lookup_version != self.version or self._worn():
             self._build()
         self._previous, self._triples = self._triples, {}
         found: set[Solution] = set()
@@ -223,7 +230,15 @@ class OxigraphWindows:
     def _apply(self, removed: Iterable[ox.Quad], added: Iterable[ox.Quad]) -> None:
         for quad in removed:
             self.store.remove(quad)
-        self.store.extend(added)
+        fresh = list(added)
+        self._added += len(fresh)
+        self.store.extend(fresh)
+
+    def _worn(self) -> bool:
+        """Whether the store has taken in enough to be rebuilt: at least REBUILD_FROM quads and 4
+        times what it holds (the knowledge base's copy and the windows), so that rebuilding costs
+        O(1) a quad added and the memory kept for removed quads stays a multiple of what is held."""
+        return self._added >= max(REBUILD_FROM, 4 * (self._base_size + len(self._loaded)))
 
     def _is_static(self, triple: ox.Triple) -> bool:
         if self.static is None:

@@ -8,11 +8,13 @@ import random
 from collections.abc import Sequence
 from dataclasses import replace
 
+import pyoxigraph as ox
 import pytest
 
 from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.log import LogRecord
 from rsep.plugin.service.window_runner import WindowRunner
+from rsep.plugin.store import windows
 from rsep.plugin.store.kb import KnowledgeBase
 from rsep.plugin.store.windows import OxigraphWindows
 from rsep.plugin.windows.window_functions import to_ticks
@@ -135,3 +137,22 @@ def test_a_close_after_the_last_item_waits_for_the_item_that_makes_it_an_evaluat
     assert [g.time.seconds for g in graphs] == [10, 11, 12]  # the item at 10 leaves at 13
     graphs = runner.step([record(2, 30)])  # closes 13 ... 29 over empty windows are evaluation times now
     assert [g.time.seconds for g in graphs] == list(range(13, 30))
+
+
+def test_a_window_store_that_windows_slide_through_is_rebuilt_with_the_same_answers(monkeypatch):
+    """Oxigraph's in-memory store keeps memory for every quad it ever held: the soak's creep on
+    window queries (issue 15). Past REBUILD_FROM quads added, and 4x what it holds, it starts afresh."""
+    monkeypatch.setattr(windows, "REBUILD_FROM", 40)
+    kb = KnowledgeBase()
+    kb.store.add(ox.Quad(ox.NamedNode("urn:x0"), ox.NamedNode("urn:kb"), ox.Literal("static")))
+    plan = plan_of(CSPARQL["sliding"], "c-sparql")
+    evaluator = OxigraphWindows(plan, kb)
+    stores = set()
+    for step in range(200):
+        window = [StreamItem(n, Timestamp(n, str(n), True), f"<urn:x{n}> <urn:p> <urn:o{n}> .", n)
+                  for n in range(step, step + 3)]  # fmt: skip
+        answer = evaluator.evaluate([window])
+        assert sorted(row["s"] for row in answer.rows) == sorted(f"<urn:x{n}>" for n in range(step, step + 3))
+        stores.add(id(evaluator.store))
+        assert len(evaluator.store) == 1 + 3  # the knowledge base's quad and the window's
+    assert len(stores) > 1
