@@ -268,6 +268,7 @@ def _serve(args: argparse.Namespace) -> int:
         app = create_app(config)
     except OSError as error:  # e.g. the store is locked by another `rsep serve`
         raise InvalidInput(f"rsep: cannot open the data directory {args.data}: {error}") from None
+    collector.tune()  # before waitress starts its threads: a signal must find `run` (below) at once
     try:
         threads = serve_threads(app.config)
         server = create_server(app, host=args.host, port=args.port, threads=threads, ident="rsep",
@@ -283,7 +284,6 @@ def _serve(args: argparse.Namespace) -> int:
     ready = time.monotonic() - began
     sys.stderr.write(f"rsep: listening on {url} (SPARQL endpoint {url}sparql), ready in {ready:.1f} s\n")
     sys.stderr.flush()
-    collector.tune()
     server.run()  # returns when a signal handler raises SystemExit
     return 0
 
