@@ -79,7 +79,7 @@ def _iso(moment: float) -> str:
     return datetime.fromtimestamp(moment, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def _event(kind: str, index: int, group: int, moment: float) -> str:
+def event(kind: str, index: int, group: int, moment: float) -> str:
     name = f"<urn:bench:{kind}{index}>"
     if kind == "open":
         body = (f'<urn:bench:a{index}> <http://example.org/bench#opens> "k{index}" .\n'
@@ -91,10 +91,12 @@ def _event(kind: str, index: int, group: int, moment: float) -> str:
     return quads + f"{name} <http://www.w3.org/ns/prov#generatedAtTime> {stamp} .\n"
 
 
-def _rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """A memory figure of /proc/PID/status in MB: VmRSS, or RssAnon (heaps: Python's, Oxigraph's,
+    RocksDB's memtables and caches) against RssFile (mapped files); 0 once the process is gone."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
@@ -116,7 +118,7 @@ def run(queries: int, rate: float, duration: float, batch: int) -> Outcome:
             began = time.monotonic()
             _wait_caught_up(client, timeout=300)
             outcome.catch_up = time.monotonic() - began
-            outcome.rss_mb = _rss_mb(server.process.pid)
+            outcome.rss_mb = rss_mb(server.process.pid)
             _read_latencies(client, outcome)
         finally:
             server.stop()
@@ -134,9 +136,9 @@ def _send(client: Client, outcome: Outcome, queries: int, rate: float, duration:
         payload = []
         moment = time.time()
         for _ in range(batch // 2):
-            payload.append(_event("open", index, index % queries, moment))
+            payload.append(event("open", index, index % queries, moment))
             moment += 1e-5
-            payload.append(_event("close", index, index % queries, moment))
+            payload.append(event("close", index, index % queries, moment))
             moment += 1e-5
             index += 1
         path = f"/streams?stream={urllib.parse.quote(STREAM, safe=':/')}"

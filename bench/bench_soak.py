@@ -34,10 +34,11 @@ import time
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.bench_latency import Client, Server
+from bench.bench_queries import event as _event
+from bench.bench_queries import rss_mb
 
 STREAM = "http://example.org/bench/stream"
 FULL_AFTER_S = 30.0
@@ -104,31 +105,6 @@ class Soak:
     refused: int = 0
     load_s: float = 0.0
     samples: list[Sample] = field(default_factory=list)
-
-
-def _iso(moment: float) -> str:
-    return datetime.fromtimestamp(moment, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def _event(kind: str, index: int, group: int, moment: float) -> str:
-    name = f"<urn:bench:{kind}{index}>"
-    if kind == "open":
-        lines = [f'<urn:bench:a{index}> <http://example.org/bench#opens> "k{index}"',
-                 f'<urn:bench:a{index}> <http://example.org/bench#group> "g{group}"']  # fmt: skip
-    else:
-        lines = [f'<urn:bench:b{index}> <http://example.org/bench#closes> "k{index}"']
-    stamp = f'"{_iso(moment)}"^^<http://www.w3.org/2001/XMLSchema#dateTime>'
-    quads = "".join(f"{line} {name} .\n" for line in lines)
-    return quads + f"{name} <http://www.w3.org/ns/prov#generatedAtTime> {stamp} .\n"
-
-
-def rss_mb(pid: int, field: str = "VmRSS") -> float:
-    """A memory figure of /proc/PID/status in MB: VmRSS, or RssAnon (heaps: Python's, Oxigraph's,
-    RocksDB's memtables and caches) against RssFile (mapped files)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def disk_mb(folder: Path) -> float:
