@@ -115,6 +115,11 @@ class KnowledgeBase:
             self._store, text, choose=choose, base_iri=base_iri, dataset=dataset, union=union_default_graph
         )
 
+    def probe(self) -> None:
+        """The cheapest read that takes the store's snapshot: what a query's forked child does
+        first (rsep.plugin.service.query_child)."""
+        self._store.query("ASK {}")
+
     def graph_exists(self, graph: GraphName) -> bool:
         return sparql_service.graph_exists(self._store, graph)
 
