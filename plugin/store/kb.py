@@ -23,6 +23,7 @@ from rsep.plugin.compile.gpm_plan import GpmPlan
 from rsep.plugin.store import sparql_service
 from rsep.plugin.store.rdfio import load_into
 from rsep.plugin.store.remote import check_remote
+from rsep.plugin.store.remote_deadline import within_deadline
 from rsep.plugin.store.sparql_service import Dataset, GraphName, Payload, QueryForm
 
 
@@ -146,7 +147,8 @@ class KnowledgeBase:
 
     def select(self, query: str) -> list[dict[str, str]]:
         check_remote(query)
-        return solutions(self._store.query(query))
+        # a SERVICE (--allow-remote) gets --service-timeout: a silent remote fails the query
+        return within_deadline(query, None, lambda: solutions(self._store.query(query)))
 
     def graph_quads(self, graph: str) -> list[ox.Quad]:
         if graph == SCHEMA_GRAPH:
