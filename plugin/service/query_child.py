@@ -15,18 +15,19 @@ client reads its own writes.
 Forking a threaded process copies every lock in the state other threads left it in, and a
 child that needs a lock held at that moment by a thread that does not exist in it waits for
 ever. RocksDB's flush and compaction threads hold its database mutex now and then: in a test
-with concurrent writes, 10 of 2,000 forks hung, all in `GetSnapshotImpl` (bench note in
-docs/endpoint.md, "Time and threads"). Hence, in the child:
+with concurrent writes, 10 of 2,000 forks hung, all in `GetSnapshotImpl`. Hence, in the child:
 
-- it first takes a snapshot with a probe (`ASK {}`) and reports ready; a child not ready within
-  `PROBE_SECONDS` is killed and the fork retried. A lock the probe took and released is free for
-  the child's life (it has no other thread);
-- a lock met later shows as a child that stops using the processor: one whose CPU time has not
-  moved for `STALL_SECONDS` is killed and the query retried (not for texts that call a remote
-  `SERVICE`, whose child waits on the network, and is killed at the time limit like any other).
+- it first takes a snapshot with a probe (`ASK {}`) and reports ready; a child that sleeps on a
+  futex for `PROBE_SECONDS` before it is ready is killed and the fork retried. A lock the
+  probe took and released is free for the child's life (it has no other thread);
+- a lock met later shows as a child asleep on a futex that uses no processor time: one that
+  stays so for `STALL_SECONDS` is killed and the query retried (not for texts that call a remote
+  `SERVICE`, whose child waits on a thread of its own, and is killed at the time limit like any
+  other). A child that waits for the processor (a loaded machine) or for a disk is not hung.
 
 After `ATTEMPTS` children that never got going, the caller runs the query on a thread as before
-(`ChildUnavailable`). Linux only (`/proc` for the CPU clock, `fork`); elsewhere the same.
+(`ChildUnavailable`). Linux only (`fork`, and `/proc` for the child's state); elsewhere queries
+run on threads. (bench note: bench/README.md, "Queries in forked children".)
 """
 
 from __future__ import annotations
@@ -136,9 +137,9 @@ def _child(work: Callable[[], object], probe: Callable[[], object], out: int) ->
         gc.disable()  # a collection would touch (and copy) the parent's whole heap
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-        _close_sockets(out)
         probe()
         os.write(out, _READY)
+        _close_sockets(out)
         try:
             answer = pickle.dumps((True, work()), protocol=pickle.HIGHEST_PROTOCOL)
         except BaseException as error:  # sent back to be raised in the parent
@@ -190,7 +191,7 @@ def _supervise(pid: int, pipe: int, limits: ChildLimits, deadline: float) -> byt
     received = bytearray()
     ready = False
     started = time.monotonic()
-    clock, clock_moved = _cpu_ticks(pid), started
+    clock, progress = _progress(pid), started
     demoted = False
     while True:
         now = time.monotonic()
@@ -214,16 +215,14 @@ def _supervise(pid: int, pipe: int, limits: ChildLimits, deadline: float) -> byt
             if _complete(received):
                 break  # the child exits on its own: its teardown is not the client's wait
             continue
-        now = time.monotonic()
-        if not ready and now - started > PROBE_SECONDS:
+        now, ticks = time.monotonic(), _progress(pid)
+        if ticks != clock or ticks is None:  # working, or waiting for the processor
+            clock, progress = ticks, now
+        elif (not ready or limits.watch_stall) and now - progress > (
+            STALL_SECONDS if ready else PROBE_SECONDS
+        ):
             _kill(pid)
-            return None  # hung before its snapshot
-        ticks = _cpu_ticks(pid)
-        if ticks != clock:
-            clock, clock_moved = ticks, now
-        elif limits.watch_stall and now - clock_moved > STALL_SECONDS:
-            _kill(pid)
-            return None  # hung on a lock later on
+            return None  # asleep on a lock, no processor time: hung
     if not received.startswith(_READY) or len(received) < 1 + _LENGTH.size:
         raise ChildFailure("the query's child process ended without an answer")
     (length,) = _LENGTH.unpack_from(received, 1)
@@ -233,13 +232,21 @@ def _supervise(pid: int, pipe: int, limits: ChildLimits, deadline: float) -> byt
     return answer
 
 
-def _cpu_ticks(pid: int) -> int:
-    """The child's user + system CPU time, in clock ticks (/proc/PID/stat fields 14 and 15)."""
+def _progress(pid: int) -> int | None:
+    """The child's processor time (user + system, in clock ticks: /proc/PID/stat fields 14 and
+    15) while it sleeps on a futex, the way a thread waits for a lock; None while it runs, waits
+    for the processor, or sleeps on anything else (a disk, the network). A child is hung when
+    this stays the same number: under load, a child that waits its turn for the processor is
+    not taken for hung."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as file:
             fields = file.read().rsplit(b")", 1)[1].split()
+        with open(f"/proc/{pid}/wchan", "rb") as file:
+            waiting_in = file.read()
     except OSError:
-        return -1
+        return None
+    if fields[0] != b"S" or not waiting_in.startswith(b"futex"):
+        return None
     return int(fields[11]) + int(fields[12])
 
 

@@ -159,13 +159,26 @@ def test_a_child_that_stops_using_the_processor_is_retried(
 def test_a_child_waiting_on_a_remote_is_not_taken_for_hung(
     no_children_left: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A SERVICE's child waits for the remote on a thread of its own, its main thread asleep on
+    a futex like a hung child's: with `watch_stall=False` it is left to the time limit."""
     monkeypatch.setattr(query_child, "STALL_SECONDS", 0.2)
 
     def wait_then_answer() -> str:
-        time.sleep(1.0)
+        threading.Event().wait(1.0)
         return "late"
 
     assert run_in_child(wait_then_answer, _nothing, ChildLimits(timeout=30, watch_stall=False)) == "late"
+
+
+def test_a_child_asleep_on_anything_but_a_lock_is_not_hung(
+    no_children_left: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(query_child, "STALL_SECONDS", 0.2)
+    monkeypatch.setattr(query_child, "PROBE_SECONDS", 0.2)
+    assert (
+        run_in_child(lambda: time.sleep(1.0) or "slept", lambda: time.sleep(0.5), ChildLimits(timeout=30))
+        == "slept"
+    )
 
 
 def test_the_child_does_not_hold_the_servers_connections_open(no_children_left: None) -> None:
@@ -177,9 +190,9 @@ def test_the_child_does_not_hold_the_servers_connections_open(no_children_left: 
 
     def run() -> None:
         try:
-            run_in_child(lambda: time.sleep(3), _nothing, ChildLimits(timeout=30, watch_stall=False))
-        finally:
-            done.append(True)
+            done.append(run_in_child(lambda: time.sleep(3) or "answered", _nothing, ChildLimits(timeout=30)))
+        except BaseException as error:
+            done.append(error)
 
     thread = threading.Thread(target=run)
     thread.start()
@@ -189,6 +202,7 @@ def test_the_child_does_not_hold_the_servers_connections_open(no_children_left: 
     assert client_side.recv(1) == b""
     assert time.monotonic() - began < 1.5 and not done  # closed before the child ended
     thread.join()
+    assert done == ["answered"]
     client_side.close()
 
 
