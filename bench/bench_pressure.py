@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,8 @@ import time
 import urllib.parse
 from collections import Counter
 from pathlib import Path
+
+from bench.common import latencies
 
 QUERY = """PREFIX ex: <http://example.org/>
 SELECT ?k FROM STREAM S1 <http://example.org/s> WHERE { SEQ (A) DEFINE GPM A ON S1 { ?k ex:p ?v } }"""
@@ -75,11 +76,7 @@ def timed_round(port: int, index: int, times: Times, statuses: Statuses) -> None
 def report(title: str, times: Times, statuses: Statuses) -> None:
     print(title)
     for label, found in times.items():
-        ordered = sorted(found)
-        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-        p50 = statistics.median(ordered)
-        print(f"  {label:14} statuses {dict(statuses[label])}  p50 {p50 * 1000:7.1f} ms"
-              f"  p99 {p99 * 1000:7.1f} ms  max {ordered[-1] * 1000:7.1f} ms")  # fmt: skip
+        print(f"  {label:14} statuses {dict(statuses[label])}  {latencies(found)}")
 
 
 def main() -> None:

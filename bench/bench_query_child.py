@@ -21,6 +21,7 @@ import time
 
 import pyoxigraph as ox
 
+from bench.common import latencies
 from rsep.plugin import ChildLimits, ChildUnavailable, KnowledgeBase, run_in_child
 from rsep.plugin.service import query_child
 
@@ -29,13 +30,6 @@ QUERY = "SELECT (COUNT(*) AS ?c) WHERE { GRAPH <http://e/5> { ?s ?p ?o } }"
 
 def _iri(i: int) -> ox.NamedNode:
     return ox.NamedNode(f"http://e/{i}")
-
-
-def _summary(label: str, times: list[float]) -> str:
-    ordered = sorted(times)
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return (f"{label:10} p50 {ordered[len(ordered) // 2] * 1e3:6.1f} ms  p99 {p99 * 1e3:6.1f} ms  "
-            f"max {ordered[-1] * 1e3:6.1f} ms")  # fmt: skip
 
 
 def main() -> None:
@@ -90,8 +84,8 @@ def main() -> None:
         threaded.append(time.perf_counter() - began)
     stop.set()
     print(f"{args.queries} queries, {args.writers} writers, {args.heap} MB of extra heap ({len(ballast)})")
-    print(_summary("forked", forked))
-    print(_summary("in-process", threaded))
+    print(f"forked      {latencies(forked)}")
+    print(f"in-process  {latencies(threaded)}")
     print(f"children found hung and retried: {hung}; queries that fell back to a thread: {fell_back}")
 
 

@@ -388,3 +388,12 @@ def digest(matches: Iterable[Any]) -> tuple[int, str]:
         hashed.update(repr(item).encode())
         count += 1
     return count, hashed.hexdigest()
+
+
+def latencies(times: Sequence[float]) -> str:
+    """`p50 ... ms  p99 ... ms  max ... ms` of request times in seconds (the p99 is the sample at
+    99% of the sorted list, as bench_pressure and bench_query_child print it)."""
+    ordered = sorted(times)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return (f"p50 {ordered[len(ordered) // 2] * 1000:7.1f} ms  p99 {p99 * 1000:7.1f} ms  "
+            f"max {ordered[-1] * 1000:7.1f} ms")  # fmt: skip
