@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import pyoxigraph as ox
 import pytest
@@ -16,7 +16,9 @@ from rsep.plugin.log import LogRecord
 from rsep.plugin.service.window_runner import WindowRunner
 from rsep.plugin.store import windows
 from rsep.plugin.store.kb import KnowledgeBase
+from rsep.plugin.store.match_sink import OxigraphMatchSink
 from rsep.plugin.store.windows import OxigraphWindows
+from rsep.plugin.vocabulary import MATCHES_GRAPH, RDF_TYPE, RSEP
 from rsep.plugin.windows.window_functions import to_ticks
 from rsep.plugin.windows.window_plan import WindowPlan
 from rsep.plugin.windows.window_replay import Answer, StreamItem, WindowReplay
@@ -156,3 +158,75 @@ def test_a_window_store_that_windows_slide_through_is_rebuilt_with_the_same_answ
         stores.add(id(evaluator.store))
         assert len(evaluator.store) == 1 + 3  # the knowledge base's quad and the window's
     assert len(stores) > 1
+
+
+class _CountingStore:
+    """The endpoint's store, counting the reads of all of it (`quads_for_pattern` with no term)."""
+
+    def __init__(self) -> None:
+        self.store = ox.Store()
+        self.scans = 0
+
+    def quads_for_pattern(self, *pattern: object) -> object:
+        self.scans += all(term is None for term in pattern)
+        return self.store.quads_for_pattern(*pattern)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.store, name)
+
+
+@dataclass(frozen=True)
+class _Match:
+    """A continuous query's result graph, as the match sink writes it (metadata and one quad)."""
+
+    number: int
+
+    @property
+    def iri(self) -> str:
+        return f"urn:rsep:match:q:{self.number}"
+
+    def nquads(self) -> str:
+        iri = f"<{self.iri}>"
+        return (f"{iri} <{RDF_TYPE}> <{RSEP}Match> <{MATCHES_GRAPH}> .\n"
+                f"<urn:e{self.number}> <urn:p> \"{self.number}\" {iri} .\n")  # fmt: skip
+
+
+def test_a_worn_window_store_is_rebuilt_from_its_own_copy_while_only_results_were_written(monkeypatch):
+    """The soak's creep once match graphs pile up (issue 15): every rebuild of a worn window store
+    copied the knowledge base by reading the endpoint's whole store, every match graph included
+    (RocksDB's caches grew with it, and the rebuild's time). While only result graphs were written
+    the copy it holds is the knowledge base's data: it is copied from there. A write of background
+    data (here a named graph) is read again at the next rebuild, as before."""
+    monkeypatch.setattr(windows, "REBUILD_FROM", 40)
+    endpoint = _CountingStore()
+    kb = KnowledgeBase(endpoint)  # type: ignore[arg-type]
+    kb.update("INSERT DATA { <urn:x0> <urn:kb> 'static' . GRAPH <urn:g> { <urn:x0> <urn:in> <urn:g> } }")
+    sink = OxigraphMatchSink(kb)
+    evaluator = OxigraphWindows(plan_of(CSPARQL["sliding"], "c-sparql"), kb)
+    assert endpoint.scans == 1
+    stores = [evaluator.store]  # kept alive: ids of freed stores come back
+
+    def run(steps: range) -> None:
+        for step in steps:
+            assert sink.write([_Match(step)])  # the endpoint's store grows by a graph a step
+            window = [StreamItem(n, Timestamp(n, str(n), True), f"<urn:x{n}> <urn:p> <urn:o{n}> .", n)
+                      for n in range(step, step + 3)]  # fmt: skip
+            answer = evaluator.evaluate([window])
+            assert sorted(row["s"] for row in answer.rows) == sorted(
+                f"<urn:x{n}>" for n in range(step, step + 3)
+            )
+            if evaluator.store is not stores[-1]:
+                stores.append(evaluator.store)
+
+    run(range(100))
+    assert len(stores) > 2 and endpoint.scans == 1  # rebuilt, never from the endpoint's store
+    assert not [q for q in evaluator.store if str(q.graph_name).startswith("<urn:rsep:")]  # no result copied
+    x0, g = ox.NamedNode("urn:x0"), ox.NamedNode("urn:g")
+    assert ox.Quad(x0, ox.NamedNode("urn:kb"), ox.Literal("static")) in evaluator.store
+    assert ox.Quad(x0, ox.NamedNode("urn:in"), g, g) in evaluator.store
+    h = ox.NamedNode("urn:h")
+    with kb.writing(default_graph=False) as store:  # a Graph Store write of a named graph
+        store.add(ox.Quad(ox.NamedNode("urn:y"), ox.NamedNode("urn:in"), h, h))
+    run(range(100, 200))
+    assert endpoint.scans == 2
+    assert h in set(evaluator.store.named_graphs())
