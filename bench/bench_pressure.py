@@ -5,7 +5,13 @@ seconds each, and meanwhile times `--requests` rounds of POST /streams (one even
 /queries and GET /sparql (ASK {}). It prints, per route, the statuses seen and the latency
 p50 / p99 / max; then it closes the listeners abruptly and times one more round.
 
-    .venv/bin/python -m bench.bench_pressure [--listeners 200] [--runaway 8] [--requests 200]
+With `--query-isolation process` (the default) the runaway queries run in forked children that
+the server kills at `--query-timeout`; the script then times how long after their 503s a query
+slot is free again (with `thread`, until Oxigraph finishes them: they cannot be stopped), and
+counts the server's warnings of queries that fell back to a thread.
+
+    .venv/bin/python -m bench.bench_pressure [--listeners 200] [--runaway 8] [--requests 200] [--after 100]
+        [--query-isolation process|thread] [--query-timeout 10]
 """
 
 from __future__ import annotations
@@ -83,12 +89,17 @@ def main() -> None:
     parser.add_argument("--listeners", type=int, default=200)
     parser.add_argument("--runaway", type=int, default=8)
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--after", type=int, default=100, help="rounds timed after the listeners drop")
+    parser.add_argument("--query-isolation", choices=("process", "thread"), default="process")
+    parser.add_argument("--query-timeout", type=float, default=10.0)
     args = parser.parse_args()
     port = free_port()
     folder = Path(tempfile.mkdtemp(prefix="rsep-pressure-"))
     command = [sys.executable, "-m", "rsep.endpoint.cli", "serve", "--port", str(port), "--data", str(folder),
-               "--engine", "inprocess"]  # fmt: skip
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+               "--engine", "inprocess", "--query-isolation", args.query_isolation,
+               "--query-timeout", str(args.query_timeout)]  # fmt: skip
+    log = folder / "server.log"
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -128,12 +139,19 @@ def main() -> None:
         report(f"with {args.listeners} SSE listeners and {args.runaway} runaway queries:", times, statuses)
         for thread in threads:
             thread.join(timeout=120)
-        print(f"  runaway queries: statuses {dict(runaway_statuses)}")
+        ended = time.perf_counter()
+        ask = "/sparql?" + urllib.parse.urlencode({"query": "ASK {}"})
+        while exchange(port, "GET", ask) != 200:
+            time.sleep(0.05)
+        print(f"  runaway queries: statuses {dict(runaway_statuses)}; a query slot free "
+              f"{time.perf_counter() - ended:.2f} s after the last runaway's answer")  # fmt: skip
+        fell_back = log.read_text(errors="replace").count("cannot be stopped")
+        print(f"  queries that fell back to a thread (--query-isolation {args.query_isolation}): {fell_back}")
         for sock in listeners:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
             sock.close()  # abruptly: a reset
         times, statuses = {}, {}
-        for index in range(args.requests, args.requests + 20):
+        for index in range(args.requests, args.requests + args.after):
             timed_round(port, index, times, statuses)
         report(f"after the {args.listeners} listeners dropped:", times, statuses)
     finally:

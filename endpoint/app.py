@@ -57,6 +57,7 @@ DEFAULTS: dict[str, Any] = {
     "RSEP_MAX_LISTENERS": 256,
     "RSEP_MAX_RUNNING_QUERIES": 4,
     "RSEP_QUERY_TIMEOUT": 30.0,
+    "RSEP_QUERY_ISOLATION": "process",
     "RSEP_MAX_LATENESS": None,
     "RSEP_IDLE_TIMEOUT": None,
     "RSEP_LATE": "refuse",

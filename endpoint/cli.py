@@ -273,6 +273,7 @@ def _serve(args: argparse.Namespace) -> int:
         threads = serve_threads(app.config)
         server = create_server(app, host=args.host, port=args.port, threads=threads, ident="rsep",
                                max_request_body_size=app.config["RSEP_MAX_BODY"],
+                               channel_request_lookahead=1,  # a client that leaves is seen: its query stops
                                connection_limit=threads + CONNECTION_HEADROOM)  # fmt: skip
     except OSError as error:
         _shut_down(app)

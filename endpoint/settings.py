@@ -91,6 +91,10 @@ def _boolean(text: str) -> bool:
     return value in ("1", "true", "yes", "on")
 
 
+QUERY_ISOLATION = ("process", "thread")
+"""Where a SPARQL query runs: a forked child the server can stop, or a thread it cannot
+(rsep.endpoint.workers)."""
+
 LATE_MODES = ("refuse", "side")
 """What ingest does with an event older than the watermark (rsep.plugin.service.ingest)."""
 
@@ -168,7 +172,10 @@ SETTINGS = (
     Setting("RSEP_MAX_QUERIES", "--max-queries", _count, "N",
             "most continuous queries registered at once (default 1000)"),
     Setting("RSEP_QUERY_TIMEOUT", "--query-timeout", _positive_seconds, "SECONDS",
-            "longest a SPARQL query's request waits for Oxigraph (default 30; 503 past it)"),
+            "longest a SPARQL query runs (default 30; 503 past it, the query stopped)"),
+    Setting("RSEP_QUERY_ISOLATION", "--query-isolation", _one_of(QUERY_ISOLATION), "|".join(QUERY_ISOLATION),
+            "run each SPARQL query in a forked child, stopped at the timeout or when its client "
+            "leaves, or on a thread, which cannot be stopped but costs no fork (default process)"),
     Setting("RSEP_MAX_RUNNING_QUERIES", "--max-running-queries", _count, "N",
             "SPARQL queries evaluated at once (default 4; 503 past it)"),
     Setting("RSEP_MAX_LISTENERS", "--max-listeners", _count, "N",

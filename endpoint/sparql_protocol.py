@@ -14,6 +14,7 @@ reads ours (`rejection`). An event query posted here is recognised and answered 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -42,6 +43,9 @@ UPDATE_DATASET = ("using-graph-uri", "using-named-graph-uri")
 
 Kind = Literal["query", "update"]
 
+SERVICE_KEYWORD = re.compile(r"\bSERVICE\b", re.IGNORECASE)
+"""A query that may call a remote endpoint (a match in a literal only costs the stall check of
+its child process, rsep.plugin.service.query_child)."""
 FULL_READ_SIZE = 64 * 1024
 """Texts longer than this go to Oxigraph first, after the bounds check (`check_bounds`): rsep's
 grammar, some 50 times slower than Oxigraph's parser on large texts (bench/bench_parse.py),
@@ -222,7 +226,9 @@ def _answer_query(operation: Operation) -> Response:
     media_type, body = evaluate_query(
         lambda: kb.query(
             operation.text, choose=choose, base_iri=base, dataset=dataset, union_default_graph=union
-        )
+        ),
+        probe=kb.probe,
+        remote=SERVICE_KEYWORD.search(operation.text) is not None,
     )
     response = Response(body, content_type=content_type(labels[media_type]))
     response.vary.add("Accept")

@@ -9,15 +9,18 @@ threads, eight listeners or eight runaway queries took them all and ingest stopp
   (`--max-running-queries`, default 4); past either cap the answer is 503 at once, never a wait;
 - waitress gets `RESERVED_THREADS` more threads than both caps together (`serve_threads`), so
   ingest, updates and every other route always find a free one;
-- a query is evaluated on a thread of its own (a daemon: a runaway query does not hold up the
-  process's exit) and its request waits at most `--query-timeout`
-  seconds (default 30): past it the answer is 503 and the request's thread is free. pyoxigraph
-  0.5 cannot interrupt an evaluation, so the query keeps its slot until Oxigraph returns: a
-  runaway query costs one slot of the cap, never a thread ingest needs.
+- a query is evaluated in a forked child process (`rsep.plugin.service.query_child`), a
+  snapshot of the store that the request's thread kills when `--query-timeout` (default 30 s)
+  passes or its client leaves (waitress reports it: `channel_request_lookahead`), which frees
+  the slot and the processor at once; the answer is then 503. Where no child can run it (no
+  fork, or children hung on a lock copied mid-use), the query runs on a thread of its own as
+  before: there it keeps its slot until Oxigraph returns, since pyoxigraph 0.5 cannot interrupt
+  an evaluation.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
@@ -25,9 +28,19 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from flask import Flask, current_app
+from flask import Flask, current_app, request
 
 from rsep.endpoint.http_errors import ApiError
+from rsep.plugin import (
+    ChildCancelled,
+    ChildLimits,
+    ChildTimeout,
+    ChildUnavailable,
+    child_available,
+    run_in_child,
+)
+
+LOG = logging.getLogger("rsep.endpoint.workers")
 
 RESERVED_THREADS = 8
 """waitress threads beyond the listener and query caps: what ingest and the other routes use."""
@@ -71,6 +84,8 @@ class Workers:
     listeners: Slots
     queries: Slots
     timeout: float
+    in_child: bool
+    """Queries run in forked children (`--query-isolation process`), where they can be stopped."""
 
 
 def workers() -> Workers:
@@ -97,10 +112,14 @@ def take_listener() -> Callable[[], None]:
     return give
 
 
-def evaluate_query(evaluate: Callable[[], T]) -> T:
-    """`evaluate()` (a whole query, result serialised: nothing of pyoxigraph's may cross
-    threads) on a thread of its own, within the query timeout; 503 if all query slots are taken or
-    the timeout passes."""
+def evaluate_query(
+    evaluate: Callable[[], T], *, probe: Callable[[], object] | None = None, remote: bool = False
+) -> T:
+    """`evaluate()` (a whole query, result serialised: nothing of pyoxigraph's may cross threads
+    or processes) within the query timeout: in a child process when `probe` (a read that takes
+    the store's snapshot) is given, else on a thread of its own. 503 if all query slots are taken
+    or the timeout passes. `remote`: the query calls a SERVICE (its child may wait without
+    using the processor)."""
     found = workers()
     slots = found.queries
     if not slots.take():
@@ -108,6 +127,37 @@ def evaluate_query(evaluate: Callable[[], T]) -> T:
             f"{slots.limit} queries are running, the most this server runs at once "
             "(rsep serve --max-running-queries): try again later"
         )
+    on_thread = False
+    try:
+        if probe is not None and found.in_child and child_available():
+            try:
+                return _in_child(evaluate, probe, found.timeout, remote)
+            except ChildUnavailable as why:
+                LOG.warning("a query runs on a thread, where it cannot be stopped: %s", why)
+        on_thread = True
+        return _on_thread(evaluate, found)
+    finally:
+        if not on_thread:
+            slots.give()
+
+
+def _in_child(evaluate: Callable[[], T], probe: Callable[[], object], timeout: float, remote: bool) -> T:
+    left = request.environ.get("waitress.client_disconnected")
+    limits = ChildLimits(timeout, left if callable(left) else (lambda: False), watch_stall=not remote)
+    try:
+        return run_in_child(evaluate, probe, limits)
+    except ChildTimeout:
+        raise ServiceUnavailable(
+            f"the query ran longer than {timeout:g} s (rsep serve --query-timeout) and was stopped"
+        ) from None
+    except ChildCancelled:
+        raise ServiceUnavailable("the client left before the query finished; it was stopped") from None
+
+
+def _on_thread(evaluate: Callable[[], T], found: Workers) -> T:
+    """The query on a daemon thread (a runaway query does not hold up the process's exit), which
+    gives its slot back when Oxigraph returns."""
+    slots = found.queries
     future: Future[T] = Future()
 
     def work() -> None:
@@ -142,4 +192,5 @@ def init_app(app: Flask) -> None:
         Slots(int(app.config["RSEP_MAX_LISTENERS"])),
         Slots(int(app.config["RSEP_MAX_RUNNING_QUERIES"])),
         float(app.config["RSEP_QUERY_TIMEOUT"]),
+        app.config["RSEP_QUERY_ISOLATION"] == "process",
     )

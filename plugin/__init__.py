@@ -57,6 +57,14 @@ _MODULES = {
     "rsep.plugin.service.inprocess": ("InProcessEngine",),
     "rsep.plugin.service.ingest": ("Ingest", "Submitted"),
     "rsep.plugin.service.reorder": ("EventTimePolicy", "ReorderBuffer"),
+    "rsep.plugin.service.query_child": (
+        "ChildCancelled",
+        "ChildLimits",
+        "ChildTimeout",
+        "ChildUnavailable",
+        "child_available",
+        "run_in_child",
+    ),
     "rsep.plugin.store.late_events": ("LateEventGraphs",),
     "rsep.plugin.service.lifecycle": ("EngineWiring",),
     "rsep.plugin.service.listeners": ("MatchListeners", "Subscription"),
@@ -281,6 +289,24 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.service.producers import (
         registration_warnings as registration_warnings,
+    )
+    from rsep.plugin.service.query_child import (
+        ChildCancelled as ChildCancelled,
+    )
+    from rsep.plugin.service.query_child import (
+        ChildLimits as ChildLimits,
+    )
+    from rsep.plugin.service.query_child import (
+        ChildTimeout as ChildTimeout,
+    )
+    from rsep.plugin.service.query_child import (
+        ChildUnavailable as ChildUnavailable,
+    )
+    from rsep.plugin.service.query_child import (
+        child_available as child_available,
+    )
+    from rsep.plugin.service.query_child import (
+        run_in_child as run_in_child,
     )
     from rsep.plugin.service.registry import (
         RegisteredQuery as RegisteredQuery,

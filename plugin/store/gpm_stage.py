@@ -31,6 +31,7 @@ from rsep.plugin.store.fast_gpm import FastStage, Matched, spliced
 from rsep.plugin.store.kb import BackgroundSnapshot, KnowledgeBase, solutions
 from rsep.plugin.store.rdfio import batch_nquads
 from rsep.plugin.store.remote import check_remote
+from rsep.plugin.store.remote_deadline import within_deadline
 
 __all__ = ["Background", "BackgroundSnapshot", "GpmEvaluator", "GpmStats"]
 """(`BackgroundSnapshot` is also named here: Spark snapshots pickled by older rsep name this module.)"""
@@ -177,7 +178,10 @@ class GpmEvaluator:
 
     def _event_rows(self, plan: GpmPlan, store: ox.Store) -> list[Row]:
         check_remote(plan.event_query)
-        return [_row(m) for m in solutions(store.query(plan.event_query))]
+        # a SERVICE (--allow-remote) gets --service-timeout: a silent remote fails the query
+        return within_deadline(
+            plan.event_query, None, lambda: [_row(m) for m in solutions(store.query(plan.event_query))]
+        )
 
     def _complete(self, plan: GpmPlan, rows: list[Row]) -> list[Row]:
         """The event query's rows joined with the background part and the lookups."""

@@ -24,6 +24,7 @@ from rsep.plugin.compile.gpm_plan import GpmPlan
 from rsep.plugin.store import sparql_service
 from rsep.plugin.store.rdfio import load_into
 from rsep.plugin.store.remote import check_remote
+from rsep.plugin.store.remote_deadline import within_deadline
 from rsep.plugin.store.sparql_service import Dataset, GraphName, Payload, QueryForm
 
 
@@ -121,6 +122,11 @@ class KnowledgeBase:
             self._store, text, choose=choose, base_iri=base_iri, dataset=dataset, union=union_default_graph
         )
 
+    def probe(self) -> None:
+        """The cheapest read that takes the store's snapshot: what a query's forked child does
+        first (rsep.plugin.service.query_child)."""
+        self._store.query("ASK {}")
+
     def graph_exists(self, graph: GraphName) -> bool:
         return sparql_service.graph_exists(self._store, graph)
 
@@ -147,7 +153,8 @@ class KnowledgeBase:
 
     def select(self, query: str) -> list[dict[str, str]]:
         check_remote(query)
-        return solutions(self._store.query(query))
+        # a SERVICE (--allow-remote) gets --service-timeout: a silent remote fails the query
+        return within_deadline(query, None, lambda: solutions(self._store.query(query)))
 
     def graph_quads(self, graph: str) -> list[ox.Quad]:
         if graph == SCHEMA_GRAPH:

@@ -64,7 +64,7 @@ def within_deadline(text: str, base_iri: str | None, work: Callable[[], T]) -> T
         try:
             outcome.append(work())
         except BaseException as error:  # handed to the caller, which raises it
-            failure.append(error)
+            failure.append(_detached(error))
 
     thread = threading.Thread(target=run, name="rsep-remote-call", daemon=True)
     thread.start()
@@ -81,6 +81,17 @@ def within_deadline(text: str, base_iri: str | None, work: Callable[[], T]) -> T
     if failure:
         raise failure[0]
     return outcome[0]
+
+
+def _detached(error: BaseException) -> BaseException:
+    """`error` without the tracebacks of its chain: they hold the evaluation's frames, and with
+    them pyoxigraph's results, which must be dropped on the thread that made them (here, when the
+    thread's frame ends), not on the caller's."""
+    seen: BaseException | None = error
+    while seen is not None:
+        seen.__traceback__ = None
+        seen = seen.__cause__ or seen.__context__
+    return error
 
 
 def _addresses(targets: Iterable[str | None]) -> set[tuple[str, int]]:

@@ -44,6 +44,7 @@ from rsep.plugin.store.gpm_stage import GpmEvaluator
 from rsep.plugin.store.kb import KnowledgeBase, solutions
 from rsep.plugin.store.path_tests import ScratchGraphs
 from rsep.plugin.store.remote import check_remote
+from rsep.plugin.store.remote_deadline import within_deadline
 from rsep.plugin.vocabulary import MATCH_IRI_PREFIX, MATCHES_GRAPH
 from rsep.plugin.windows.cep import ClauseRunner, Solution, clause_answer, read_row, window_events
 from rsep.plugin.windows.output import WindowRun, output_variables
@@ -68,6 +69,15 @@ REBUILD_FROM = 50_000
 """Quads added to a window store after which it may be rebuilt (`OxigraphWindows._worn`)."""
 RESULT_GRAPHS = (MATCH_IRI_PREFIX, MATCHES_GRAPH)
 """The graphs continuous queries write on the endpoint: results, not background knowledge."""
+
+
+def _read(results: Results) -> tuple[bool, list[str], list[tuple[dict[str, str], tuple[int, int] | None]]]:
+    """A window query's whole answer, read on the thread that ran it (pyoxigraph's results may
+    not cross threads): ASK's boolean, or the variables and rows."""
+    if isinstance(results, ox.QueryBoolean):
+        return bool(results), [], []
+    assert isinstance(results, ox.QuerySolutions)
+    return True, [v.value for v in results.variables], [read_row(row) for row in solutions(results)]
 
 
 class OxigraphWindows:
@@ -186,12 +196,11 @@ class OxigraphWindows:
             found = clause_answer(self.runners, events)
         else:
             self._load(contents)
-        results = self.results(contents, found)
+        text = evaluation_query(self.plan, found)
+        # a SERVICE (--allow-remote) gets --service-timeout: a silent remote fails the query
+        asked, names, pairs = within_deadline(text, None, lambda: _read(self._query(text, contents)))
         if self.plan.form is Form.ASK:
-            return Answer(rows=({},) if bool(results) else ())
-        assert isinstance(results, ox.QuerySolutions)
-        names = [v.value for v in results.variables]
-        pairs = [read_row(row) for row in solutions(results)]
+            return Answer(rows=({},) if asked else ())
         self.variables = [name for name in names if not name.startswith("__rsep_")]
         if not self.plan.ordered:
             pairs.sort(
@@ -203,9 +212,11 @@ class OxigraphWindows:
     def results(self, contents: Sequence[Sequence[StreamItem]], found: Iterable[Solution]) -> Results:
         """Oxigraph's answer to the plan's query over the loaded windows `contents`, with the event
         clauses' solutions `found` (CQELS-CEP) in its VALUES block."""
+        return self._query(evaluation_query(self.plan, found), contents)
+
+    def _query(self, text: str, contents: Sequence[Sequence[StreamItem]]) -> Results:
         self.scratch.refresh()
         functions = self._functions(contents) if self.plan.timestamps else None
-        text = evaluation_query(self.plan, found)
         check_remote(text)
         return self.store.query(
             text,

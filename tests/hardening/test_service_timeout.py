@@ -8,7 +8,7 @@ import argparse
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,9 @@ from flask import Flask
 
 from rsep.endpoint.app import create_app
 from rsep.endpoint.settings import add_arguments, configuration
+from rsep.plugin.graph_events import GraphEvent, Timestamp
 from rsep.plugin.store.remote_deadline import GRACE_S
+from tests.support.streaming_endpoint import caught_up, ingest, register, wait_for
 
 
 class Silent:
@@ -97,3 +99,40 @@ def test_the_setting_is_read_from_the_command_line_and_the_environment():
     assert configuration(parser.parse_args([]), {"RSEP_SERVICE_TIMEOUT": "3"})["RSEP_SERVICE_TIMEOUT"] == 3.0
     given = parser.parse_args(["--service-timeout", "0.5"])
     assert configuration(given, {"RSEP_SERVICE_TIMEOUT": "3"})["RSEP_SERVICE_TIMEOUT"] == 0.5
+
+
+def _window_query(where: str) -> str:
+    return f"""REGISTER QUERY counted AS
+PREFIX ex: <http://example.org/>
+SELECT (COUNT(?k) AS ?n)
+FROM STREAM <http://example.org/s> [RANGE 10s STEP 5s]
+WHERE {{ {where} }}
+"""
+
+
+def test_a_window_query_whose_service_never_answers_fails_and_the_rest_goes_on(
+    make_app: Callable[..., Flask], silent: Silent
+) -> None:
+    """A SERVICE in a C-SPARQL window query (GPMs refuse SERVICE) waits at most
+    --service-timeout: the query fails saying so, and ingest and the other queries go on (before,
+    the engine waited on the remote for ever)."""
+    app = make_app(RSEP_ALLOW_REMOTE=("127.0.0.1",), RSEP_SERVICE_TIMEOUT=1.0)
+    web = app.test_client()
+    remote = f"SERVICE <http://127.0.0.1:{silent.port}/sparql> {{ ?k ex:q ?w }}"
+    stuck = register(web, _window_query(f"?k ex:p ?v . {remote}"))
+    assert stuck.status_code == 201, stuck.get_data(as_text=True)
+    fine = register(web, _window_query("?k ex:p ?v"))
+    assert fine.status_code == 201, fine.get_data(as_text=True)
+    times = (1, 2, 7, 12, 30)
+    events = [GraphEvent("http://example.org/s", f"<urn:e{i}>", Timestamp(i, str(i), True),
+                         f'<urn:k{i}> <http://example.org/p> "{i}" .') for i in times]  # fmt: skip
+    began = time.monotonic()
+    ingest(web, events)
+    wait_for(lambda: web.get(f"/queries/{stuck.json['id']}").json["status"] == "failed", timeout=20)
+    assert time.monotonic() - began < 10
+    summary = web.get(f"/queries/{stuck.json['id']}").json
+    assert f"SERVICE <http://127.0.0.1:{silent.port}/sparql> did not answer within 1 s" in summary["error"]
+    assert silent.closed.wait(5)  # its connection was cut
+    wait_for(caught_up(app))
+    counts = web.get(f"/queries/{fine.json['id']}").json
+    assert counts["status"] != "failed", counts

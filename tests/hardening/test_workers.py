@@ -1,6 +1,7 @@
 """Time and concurrency limits (issue 15, item 4): event streams and SPARQL queries each have a
 capped share of `rsep serve`'s threads, so neither many listeners nor runaway queries stop
-ingest; past a cap, 503 at once; a query past --query-timeout is 503 and frees its request."""
+ingest; past a cap, 503 at once; a query past --query-timeout is 503, and is stopped (its child
+process killed), as is a query whose client leaves, so its slot is free at once."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import http.client
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,47 @@ def test_listeners_and_runaway_queries_leave_ingest_its_threads(server: Server) 
     for thread in threads:
         thread.join(timeout=60)
     assert [status for status, _ in answers] == [503, 503]
-    assert all("--query-timeout" in body for _, body in answers)
+    assert all("--query-timeout" in body and "stopped" in body for _, body in answers)
+    assert _query(server, "ASK {}")[0] == 200  # their slots are free: Oxigraph needs ~10 s more
+    assert _until(lambda: not _children(server), 2)  # killed (collected in the background)
     for stream in streams:
         stream.close()
+
+
+def _children(server: Server) -> set[int]:
+    """The server's child processes (a query's, while it runs)."""
+    pid = server.process.pid
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found.update(int(child) for child in (task / "children").read_text().split())
+    return found
+
+
+def _until(condition: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.fixture(scope="module")
+def patient_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    folder: Path = tmp_path_factory.mktemp("patient")
+    options = ("--engine", "inprocess", "--max-running-queries", "1", "--query-timeout", "120")
+    running = Server(folder / "data", folder / "server.log", options=options)
+    yield running
+    running.terminate()
+
+
+def test_a_query_whose_client_leaves_is_stopped(patient_server: Server) -> None:
+    server = patient_server
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    connection.request("GET", "/sparql?" + urllib.parse.urlencode({"query": RUNAWAY}))
+    assert _until(lambda: bool(_children(server)), 10)  # its child evaluates it
+    assert "--max-running-queries" in _query(server, "ASK {}")[1]  # the one slot is taken
+    connection.close()  # the client leaves
+    assert _until(lambda: not _children(server), 3)  # the child is killed, not left to finish
+    status, body = _query(server, "ASK {}")
+    assert status == 200, body
