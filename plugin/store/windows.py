@@ -98,18 +98,19 @@ class OxigraphWindows:
         """The dataset over a copy of the knowledge base's data as of now (not the graphs
         continuous queries write: they are results, not background knowledge), dated by its
         `lookup_version`: a SPARQL Update of the knowledge base on the endpoint applies from the
-        next evaluation on. A `worn` store (`_worn`) whose copy is still the knowledge base's
-        data (only result graphs were written since) gives its copy: copying from the knowledge
-        base reads every quad of the endpoint's store, match graphs included, which grows for ever
-        (the soak, bench/bench_soak.py: ~6 MB/min of RocksDB's caches, and a rebuild's time)."""
+        next evaluation on. The copy is read graph by graph, the result graphs left out: the
+        endpoint's store holds every match graph, for ever. A `worn` store (`_worn`) whose copy is
+        still the knowledge base's data (only result graphs were written since) gives its own
+        copy: rereading the endpoint's store every few minutes filled RocksDB's caches with it (the
+        soak, bench/bench_soak.py: ~4 MB/min more with ten queries)."""
         plan = self.plan
         self.version = self.kb.lookup_version
         self.data_version = self.kb.data_version  # read first: a write during the copy dates it stale
         if worn is not None:
-            copy: Iterable[ox.Quad] = _copied(worn, list(self.kb_graphs))
+            copy = _copied(worn, list(self.kb_graphs))
         else:
-            everything = self.kb.store.quads_for_pattern(None, None, None, None)
-            copy = (q for q in everything if not _is_result(q.graph_name))
+            endpoint = self.kb.store
+            copy = _copied(endpoint, [g for g in endpoint.named_graphs() if not _is_result(g)])
         self.store = ox.Store()
         self.store.extend(copy)
         self.kb_graphs: list[NamedGraph] = list(self.store.named_graphs())
@@ -300,8 +301,9 @@ class OxigraphWindows:
 
 
 def _copied(store: ox.Store, graphs: Sequence[NamedGraph]) -> Iterator[ox.Quad]:
-    """The copy of the knowledge base in a window store: its default graph and the named graphs
-    copied with it (the windows, static merge, entailed and scratch graphs are the store's own)."""
+    """The quads of the default graph and of `graphs`: the knowledge base's data, from the
+    endpoint's store or from a window store's copy (whose windows, static merge, entailed and
+    scratch graphs are its own)."""
     for graph in [ox.DefaultGraph(), *graphs]:
         yield from store.quads_for_pattern(None, None, None, graph)
 

@@ -5,6 +5,7 @@ the last final evaluation time, and keeps only the items a later window can hold
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -161,14 +162,16 @@ def test_a_window_store_that_windows_slide_through_is_rebuilt_with_the_same_answ
 
 
 class _CountingStore:
-    """The endpoint's store, counting the reads of all of it (`quads_for_pattern` with no term)."""
+    """The endpoint's store, counting the whole graphs read from it (`quads_for_pattern` with no
+    subject, predicate or object), by graph ("*" for all of the store)."""
 
     def __init__(self) -> None:
         self.store = ox.Store()
-        self.scans = 0
+        self.reads: Counter[str] = Counter()
 
     def quads_for_pattern(self, *pattern: object) -> object:
-        self.scans += all(term is None for term in pattern)
+        if all(term is None for term in pattern[:3]):
+            self.reads["*" if pattern[3] is None else str(pattern[3])] += 1
         return self.store.quads_for_pattern(*pattern)  # type: ignore[arg-type]
 
     def __getattr__(self, name: str) -> object:
@@ -191,19 +194,19 @@ class _Match:
                 f"<urn:e{self.number}> <urn:p> \"{self.number}\" {iri} .\n")  # fmt: skip
 
 
-def test_a_worn_window_store_is_rebuilt_from_its_own_copy_while_only_results_were_written(monkeypatch):
+def test_window_stores_copy_the_knowledge_base_without_reading_the_match_graphs(monkeypatch):
     """The soak's creep once match graphs pile up (issue 15): every rebuild of a worn window store
     copied the knowledge base by reading the endpoint's whole store, every match graph included
-    (RocksDB's caches grew with it, and the rebuild's time). While only result graphs were written
-    the copy it holds is the knowledge base's data: it is copied from there. A write of background
-    data (here a named graph) is read again at the next rebuild, as before."""
+    (RocksDB's caches filled with it). The copy now reads the knowledge base's graphs only, and a
+    worn store is rebuilt from its own copy while only result graphs were written since; a write
+    of background data (here a named graph) is read again at the next rebuild, as before."""
     monkeypatch.setattr(windows, "REBUILD_FROM", 40)
     endpoint = _CountingStore()
     kb = KnowledgeBase(endpoint)  # type: ignore[arg-type]
     kb.update("INSERT DATA { <urn:x0> <urn:kb> 'static' . GRAPH <urn:g> { <urn:x0> <urn:in> <urn:g> } }")
     sink = OxigraphMatchSink(kb)
+    assert sink.write([_Match(-1)])  # a match graph before the query starts
     evaluator = OxigraphWindows(plan_of(CSPARQL["sliding"], "c-sparql"), kb)
-    assert endpoint.scans == 1
     stores = [evaluator.store]  # kept alive: ids of freed stores come back
 
     def run(steps: range) -> None:
@@ -218,8 +221,12 @@ def test_a_worn_window_store_is_rebuilt_from_its_own_copy_while_only_results_wer
             if evaluator.store is not stores[-1]:
                 stores.append(evaluator.store)
 
+    def results_read() -> list[str]:
+        return [graph for graph in endpoint.reads if graph == "*" or graph.startswith("<urn:rsep:")]
+
     run(range(100))
-    assert len(stores) > 2 and endpoint.scans == 1  # rebuilt, never from the endpoint's store
+    assert len(stores) > 2  # rebuilt ...
+    assert endpoint.reads["<urn:g>"] == 1 and not results_read()  # ... never from the endpoint's store
     assert not [q for q in evaluator.store if str(q.graph_name).startswith("<urn:rsep:")]  # no result copied
     x0, g = ox.NamedNode("urn:x0"), ox.NamedNode("urn:g")
     assert ox.Quad(x0, ox.NamedNode("urn:kb"), ox.Literal("static")) in evaluator.store
@@ -228,5 +235,5 @@ def test_a_worn_window_store_is_rebuilt_from_its_own_copy_while_only_results_wer
     with kb.writing(default_graph=False) as store:  # a Graph Store write of a named graph
         store.add(ox.Quad(ox.NamedNode("urn:y"), ox.NamedNode("urn:in"), h, h))
     run(range(100, 200))
-    assert endpoint.scans == 2
+    assert endpoint.reads["<urn:g>"] == 2 and not results_read()
     assert h in set(evaluator.store.named_graphs())
