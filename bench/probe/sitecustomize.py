@@ -10,8 +10,9 @@ RSEP_PROBE_EVERY seconds (default 60):
 - Python's small-object allocator (`sys._debugmallocstats`): its 1 MiB arenas and the bytes
   in use;
 - the number of Python objects, the types whose count grew since the first sample after
-  warm-up, and the largest containers (over 3,000 items) and `functools.lru_cache`s (over 500):
-  a structure that grows for ever shows there.
+  warm-up, and the largest containers (over 3,000 items) and `functools.lru_cache`s (over 500),
+  those at the top level of rsep's modules included (`gc.freeze()` hides them from
+  `gc.get_objects`): a structure that grows for ever shows there.
 
 So a creep in RSS splits into Python's objects, native allocations (Oxigraph, RocksDB) and the
 allocators' free memory. Each sample walks every object (`gc.get_objects`): a few hundred ms.
@@ -77,25 +78,37 @@ def _status() -> str:
     )
 
 
+def _module_level() -> list[object]:
+    """What rsep's modules hold at their top level (caches among them): `rsep serve` moves what
+    start-up built out of the collector's sight (`gc.freeze()`, rsep/endpoint/collector.py), and
+    `gc.get_objects` does not list it."""
+    return [value for name, module in list(sys.modules.items()) if name.startswith("rsep.") and module
+            for value in list(vars(module).values())]  # fmt: skip
+
+
 def _objects() -> tuple[collections.Counter[str], list[str], list[str]]:
     counts: collections.Counter[str] = collections.Counter()
-    caches: list[tuple[int, str]] = []
-    big: list[tuple[int, str]] = []
-    for obj in gc.get_objects():
+    caches: dict[int, tuple[int, str]] = {}
+    big: dict[int, tuple[int, str]] = {}
+    tracked = gc.get_objects()
+    for obj in tracked:
+        counts[type(obj).__name__] += 1
+    for obj in [*tracked, *_module_level()]:
         kind = type(obj)
-        counts[kind.__name__] += 1
         if isinstance(obj, functools._lru_cache_wrapper):
             size = obj.cache_info().currsize
             if size > 500:
-                caches.append((size, f"{obj.__module__}.{obj.__qualname__}"))
+                caches[id(obj)] = (size, f"{obj.__module__}.{obj.__qualname__}")
         elif kind in (dict, list, set, collections.deque) and len(obj) > 3000:
             first = next(iter(obj), None)
-            big.append(
-                (len(obj), f"{kind.__name__}[{len(obj)}] of {type(first).__name__} {repr(first)[:50]}")
-            )
-    caches.sort(reverse=True)
-    big.sort(reverse=True)
-    return counts, [f"{name}={size}" for size, name in caches[:10]], [text for _, text in big[:12]]
+            text = f"{kind.__name__}[{len(obj)}] of {type(first).__name__} {repr(first)[:50]}"
+            big[id(obj)] = (len(obj), text)
+    largest = sorted(caches.values(), reverse=True)[:10]
+    return (
+        counts,
+        [f"{name}={size}" for size, name in largest],
+        [t for _, t in sorted(big.values(), reverse=True)[:12]],
+    )
 
 
 def _run(path: str, every: float) -> None:
