@@ -20,7 +20,7 @@ Matches are data that grow by design (each is a named graph in the store): with 
 each SEQ query matches 1 pair in 200. Timings and sizes are printed, never asserted.
 
     .venv/bin/python -m bench.bench_soak [--quick] [--minutes 30] [--rate 1500] [--batch 30]
-        [--sample 30] [--idle 60] [--groups 200]
+        [--sample 30] [--idle 60] [--groups 200] [--kinds spaseq,epsparql,csparql] [--probe FILE]
 """
 
 from __future__ import annotations
@@ -234,6 +234,13 @@ def report(soak: Soak) -> None:
               f"{idle[-1].elapsed - load[-1].elapsed:.0f} s idle (lag {idle[-1].lag:,})")  # fmt: skip
 
 
+def probe(out: Path) -> None:
+    """Start the server with bench/probe on its PYTHONPATH: its sitecustomize samples memory into `out`."""
+    folder = str(Path(__file__).resolve().parent / "probe")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (folder, os.environ.get("PYTHONPATH")) if p)
+    os.environ["RSEP_PROBE_OUT"] = str(out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0, help="minutes of load")
@@ -244,7 +251,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--groups", type=int, default=200, help="a SEQ query matches 1 pair in this many")
     parser.add_argument("--quick", action="store_true", help="1 minute at 300 events/s, samples every 5 s")
     parser.add_argument("--kinds", default=",".join(KINDS), help="queries kept ('' for none)")
+    parser.add_argument("--probe", type=Path, help="append the server's memory breakdown to this file "
+                        "every 60 s (bench/probe/sitecustomize.py)")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.probe is not None:
+        probe(args.probe.resolve())
     minutes, rate, every, idle = args.minutes, args.rate, args.sample, args.idle
     if args.quick:
         minutes, rate, every, idle = 1.0, 300.0, 5.0, 15.0

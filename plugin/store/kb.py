@@ -5,7 +5,8 @@ snapshots Spark broadcasts) are cached per *version*, so every write must move i
 methods here do, and they are the only way to write (the `store` property is for reads). A
 write that touches named graphs only (match graphs, `GRAPH <g>` updates of the Graph Store
 Protocol) moves `version`; one that may change the default graph moves `default_version` too,
-which dates what lookups read.
+which dates what lookups read. Every write but the match sink's moves `data_version`, which dates
+copies of the background data (they leave the continuous queries' result graphs out).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class KnowledgeBase:
         self._store = store if store is not None else ox.Store()
         self.version = 0
         self.default_version = 0
+        self.data_version = 0
+        """Moved by every write except those of result graphs only (`writing(results=True)`)."""
         self._lookups: dict[str, tuple[int, list[dict[str, str]]]] = {}
         self._moving = threading.Lock()
 
@@ -45,14 +48,15 @@ class KnowledgeBase:
     # ------------------------------------------------------------------ writes
 
     @contextmanager
-    def writing(self, *, default_graph: bool = True) -> Iterator[ox.Store]:
+    def writing(self, *, default_graph: bool = True, results: bool = False) -> Iterator[ox.Store]:
         """The store for a write the methods below do not cover; the version moves after it,
         even when it fails half-way (a partial write is a write). `default_graph=False` when it
-        writes named graphs only."""
+        writes named graphs only, `results=True` when only continuous queries' result graphs
+        (`urn:rsep:match...`, which copies of the background data leave out)."""
         try:
             yield self._store
         finally:
-            self._moved(default_graph)
+            self._moved(default_graph, results)
 
     def update(self, text: str, *, base_iri: str | None = None) -> None:
         """A SPARQL update (one transaction)."""
@@ -94,11 +98,13 @@ class KnowledgeBase:
         """Make every write so far durable."""
         self._store.flush()
 
-    def _moved(self, default_graph: bool) -> None:
+    def _moved(self, default_graph: bool, results: bool = False) -> None:
         with self._moving:
             self.version += 1
             if default_graph:
                 self.default_version += 1
+            if not results:
+                self.data_version += 1
 
     # ------------------------------------------------------------------ reads
 

@@ -67,7 +67,7 @@ class OxigraphMatchSink:
             quads = list(ox.parse("".join(graph.nquads() for graph in fresh.values()), ox.RdfFormat.N_QUADS))
             named = {quad.graph_name for quad in quads}
             empty = {name for name in map(ox.NamedNode, fresh) if name not in named}
-            with self.kb.writing(default_graph=False) as store:
+            with self.kb.writing(default_graph=False, results=True) as store:
                 if empty:
                     metadata = [q for q in quads if q.graph_name == _MATCHES and q.subject in empty]
                     _create_empty_graphs(store, empty, metadata)
@@ -94,7 +94,7 @@ class OxigraphMatchSink:
             pattern = self.kb.store.quads_for_pattern(None, _GENERATED_BY, ox.NamedNode(query_iri), _MATCHES)
             names = [quad.subject for quad in pattern]
             if names:
-                with self.kb.writing(default_graph=False) as store:
+                with self.kb.writing(default_graph=False, results=True) as store:
                     for name in names:
                         assert isinstance(name, ox.NamedNode)
                         store.remove_graph(name)

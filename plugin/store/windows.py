@@ -94,17 +94,25 @@ class OxigraphWindows:
         self.runners = [ClauseRunner(clause, GpmEvaluator(clause.gpms, kb)) for clause in cep]
         self._build()
 
-    def _build(self) -> None:
+    def _build(self, worn: ox.Store | None = None) -> None:
         """The dataset over a copy of the knowledge base's data as of now (not the graphs
         continuous queries write: they are results, not background knowledge), dated by its
         `lookup_version`: a SPARQL Update of the knowledge base on the endpoint applies from the
-        next evaluation on."""
+        next evaluation on. The copy is read graph by graph, the result graphs left out: the
+        endpoint's store holds every match graph, for ever. A `worn` store (`_worn`) whose copy is
+        still the knowledge base's data (only result graphs were written since) gives its own
+        copy: rereading the endpoint's store every few minutes filled RocksDB's caches with it (the
+        soak, bench/bench_soak.py: ~4 MB/min more with ten queries)."""
         plan = self.plan
         self.version = self.kb.lookup_version
+        self.data_version = self.kb.data_version  # read first: a write during the copy dates it stale
+        if worn is not None:
+            copy = _copied(worn, list(self.kb_graphs))
+        else:
+            endpoint = self.kb.store
+            copy = _copied(endpoint, [g for g in endpoint.named_graphs() if not _is_result(g)])
         self.store = ox.Store()
-        self.store.extend(
-            q for q in self.kb.store.quads_for_pattern(None, None, None, None) if not _is_result(q.graph_name)
-        )
+        self.store.extend(copy)
         self.kb_graphs: list[NamedGraph] = list(self.store.named_graphs())
         self._base_size = len(self.store)
         self._added = 0
@@ -178,8 +186,10 @@ class OxigraphWindows:
     ) -> Answer:
         """The answer over `contents`; CQELS-CEP's event clauses read the events' intervals
         clipped to the windows' `bounds` (rsep.plugin.windows.window_replay.clip_bounds)."""
-        if self.kb.lookup_version != self.version or self._worn():
+        if self.kb.lookup_version != self.version:
             self._build()
+        elif self._worn():
+            self._build(self.store if self.kb.data_version == self.data_version else None)
         self._previous, self._triples = self._triples, {}
         found: set[Solution] = set()
         if self.runners:  # CQELS-CEP: the windows are the event clauses' input, not graphs
@@ -288,6 +298,14 @@ class OxigraphWindows:
                 latest_in.get(getattr(stream, "value", ""), {}), terms
             ),
         }
+
+
+def _copied(store: ox.Store, graphs: Sequence[NamedGraph]) -> Iterator[ox.Quad]:
+    """The quads of the default graph and of `graphs`: the knowledge base's data, from the
+    endpoint's store or from a window store's copy (whose windows, static merge, entailed and
+    scratch graphs are its own)."""
+    for graph in [ox.DefaultGraph(), *graphs]:
+        yield from store.quads_for_pattern(None, None, None, graph)
 
 
 def _is_result(graph: object) -> bool:

@@ -5,8 +5,9 @@ the last final evaluation time, and keeps only the items a later window can hold
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import pyoxigraph as ox
 import pytest
@@ -16,7 +17,9 @@ from rsep.plugin.log import LogRecord
 from rsep.plugin.service.window_runner import WindowRunner
 from rsep.plugin.store import windows
 from rsep.plugin.store.kb import KnowledgeBase
+from rsep.plugin.store.match_sink import OxigraphMatchSink
 from rsep.plugin.store.windows import OxigraphWindows
+from rsep.plugin.vocabulary import MATCHES_GRAPH, RDF_TYPE, RSEP
 from rsep.plugin.windows.window_functions import to_ticks
 from rsep.plugin.windows.window_plan import WindowPlan
 from rsep.plugin.windows.window_replay import Answer, StreamItem, WindowReplay
@@ -156,3 +159,81 @@ def test_a_window_store_that_windows_slide_through_is_rebuilt_with_the_same_answ
         stores.add(id(evaluator.store))
         assert len(evaluator.store) == 1 + 3  # the knowledge base's quad and the window's
     assert len(stores) > 1
+
+
+class _CountingStore:
+    """The endpoint's store, counting the whole graphs read from it (`quads_for_pattern` with no
+    subject, predicate or object), by graph ("*" for all of the store)."""
+
+    def __init__(self) -> None:
+        self.store = ox.Store()
+        self.reads: Counter[str] = Counter()
+
+    def quads_for_pattern(self, *pattern: object) -> object:
+        if all(term is None for term in pattern[:3]):
+            self.reads["*" if pattern[3] is None else str(pattern[3])] += 1
+        return self.store.quads_for_pattern(*pattern)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.store, name)
+
+
+@dataclass(frozen=True)
+class _Match:
+    """A continuous query's result graph, as the match sink writes it (metadata and one quad)."""
+
+    number: int
+
+    @property
+    def iri(self) -> str:
+        return f"urn:rsep:match:q:{self.number}"
+
+    def nquads(self) -> str:
+        iri = f"<{self.iri}>"
+        return (f"{iri} <{RDF_TYPE}> <{RSEP}Match> <{MATCHES_GRAPH}> .\n"
+                f"<urn:e{self.number}> <urn:p> \"{self.number}\" {iri} .\n")  # fmt: skip
+
+
+def test_window_stores_copy_the_knowledge_base_without_reading_the_match_graphs(monkeypatch):
+    """The soak's creep once match graphs pile up (issue 15): every rebuild of a worn window store
+    copied the knowledge base by reading the endpoint's whole store, every match graph included
+    (RocksDB's caches filled with it). The copy now reads the knowledge base's graphs only, and a
+    worn store is rebuilt from its own copy while only result graphs were written since; a write
+    of background data (here a named graph) is read again at the next rebuild, as before."""
+    monkeypatch.setattr(windows, "REBUILD_FROM", 40)
+    endpoint = _CountingStore()
+    kb = KnowledgeBase(endpoint)  # type: ignore[arg-type]
+    kb.update("INSERT DATA { <urn:x0> <urn:kb> 'static' . GRAPH <urn:g> { <urn:x0> <urn:in> <urn:g> } }")
+    sink = OxigraphMatchSink(kb)
+    assert sink.write([_Match(-1)])  # a match graph before the query starts
+    evaluator = OxigraphWindows(plan_of(CSPARQL["sliding"], "c-sparql"), kb)
+    stores = [evaluator.store]  # kept alive: ids of freed stores come back
+
+    def run(steps: range) -> None:
+        for step in steps:
+            assert sink.write([_Match(step)])  # the endpoint's store grows by a graph a step
+            window = [StreamItem(n, Timestamp(n, str(n), True), f"<urn:x{n}> <urn:p> <urn:o{n}> .", n)
+                      for n in range(step, step + 3)]  # fmt: skip
+            answer = evaluator.evaluate([window])
+            assert sorted(row["s"] for row in answer.rows) == sorted(
+                f"<urn:x{n}>" for n in range(step, step + 3)
+            )
+            if evaluator.store is not stores[-1]:
+                stores.append(evaluator.store)
+
+    def results_read() -> list[str]:
+        return [graph for graph in endpoint.reads if graph == "*" or graph.startswith("<urn:rsep:")]
+
+    run(range(100))
+    assert len(stores) > 2  # rebuilt ...
+    assert endpoint.reads["<urn:g>"] == 1 and not results_read()  # ... never from the endpoint's store
+    assert not [q for q in evaluator.store if str(q.graph_name).startswith("<urn:rsep:")]  # no result copied
+    x0, g = ox.NamedNode("urn:x0"), ox.NamedNode("urn:g")
+    assert ox.Quad(x0, ox.NamedNode("urn:kb"), ox.Literal("static")) in evaluator.store
+    assert ox.Quad(x0, ox.NamedNode("urn:in"), g, g) in evaluator.store
+    h = ox.NamedNode("urn:h")
+    with kb.writing(default_graph=False) as store:  # a Graph Store write of a named graph
+        store.add(ox.Quad(ox.NamedNode("urn:y"), ox.NamedNode("urn:in"), h, h))
+    run(range(100, 200))
+    assert endpoint.reads["<urn:g>"] == 2 and not results_read()
+    assert h in set(evaluator.store.named_graphs())
