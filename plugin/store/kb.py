@@ -36,7 +36,8 @@ class KnowledgeBase:
         self.version = 0
         self.default_version = 0
         self.data_version = 0
-        """Moved by every write except those of result graphs only (`writing(results=True)`)."""
+        """Moved by every write except those of rsep's own output graphs only (matches, late
+        events: `writing(results=True)`); dates copies of the background data."""
         self._lookups: dict[str, tuple[int, list[dict[str, str]]]] = {}
         self._moving = threading.Lock()
 
@@ -51,8 +52,9 @@ class KnowledgeBase:
     def writing(self, *, default_graph: bool = True, results: bool = False) -> Iterator[ox.Store]:
         """The store for a write the methods below do not cover; the version moves after it,
         even when it fails half-way (a partial write is a write). `default_graph=False` when it
-        writes named graphs only, `results=True` when only continuous queries' result graphs
-        (`urn:rsep:match...`, which copies of the background data leave out)."""
+        writes named graphs only, `results=True` when only rsep's output graphs (matches
+        `urn:rsep:match...`, late events `urn:rsep:late...`: copies of the background data leave
+        them out)."""
         try:
             yield self._store
         finally:

@@ -40,7 +40,7 @@ class LateEventGraphs:
             pairs = zip(names, events, strict=True)
             text = "".join(_nquads(name, event, watermark, arrived) for name, event in pairs)
             quads = list(ox.parse(text, ox.RdfFormat.N_QUADS))
-            with self.kb.writing(default_graph=False) as store:
+            with self.kb.writing(default_graph=False, results=True) as store:
                 store.extend(quads)
             self.kb.flush()
             self._next += len(events)

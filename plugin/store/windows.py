@@ -45,7 +45,7 @@ from rsep.plugin.store.kb import KnowledgeBase, solutions
 from rsep.plugin.store.path_tests import ScratchGraphs
 from rsep.plugin.store.remote import check_remote
 from rsep.plugin.store.remote_deadline import within_deadline
-from rsep.plugin.vocabulary import MATCH_IRI_PREFIX, MATCHES_GRAPH
+from rsep.plugin.vocabulary import LATE_GRAPH, MATCH_IRI_PREFIX, MATCHES_GRAPH
 from rsep.plugin.windows.cep import ClauseRunner, Solution, clause_answer, read_row, window_events
 from rsep.plugin.windows.output import WindowRun, output_variables
 from rsep.plugin.windows.timestamp import LATEST_FUNCTION, LATEST_IN_FUNCTION
@@ -67,7 +67,7 @@ Key = tuple[str, str, str]
 Results = ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples
 REBUILD_FROM = 50_000
 """Quads added to a window store after which it may be rebuilt (`OxigraphWindows._worn`)."""
-RESULT_GRAPHS = (MATCH_IRI_PREFIX, MATCHES_GRAPH)
+RESULT_GRAPHS = (MATCH_IRI_PREFIX, MATCHES_GRAPH, LATE_GRAPH)
 """The graphs continuous queries write on the endpoint: results, not background knowledge."""
 
 
@@ -96,15 +96,14 @@ class OxigraphWindows:
 
     def _build(self, worn: ox.Store | None = None) -> None:
         """The dataset over a copy of the knowledge base's data as of now (not the graphs
-        continuous queries write: they are results, not background knowledge), dated by its
-        `lookup_version`: a SPARQL Update of the knowledge base on the endpoint applies from the
-        next evaluation on. The copy is read graph by graph, the result graphs left out: the
-        endpoint's store holds every match graph, for ever. A `worn` store (`_worn`) whose copy is
-        still the knowledge base's data (only result graphs were written since) gives its own
-        copy: rereading the endpoint's store every few minutes filled RocksDB's caches with it (the
+        continuous queries write, nor late events: they are results, not background knowledge),
+        dated by its `data_version`: a SPARQL Update or Graph Store write, of the default graph
+        or a named one, applies from the next evaluation on. The copy is read graph by graph,
+        the result graphs left out: the endpoint's store holds every match graph, for ever. A
+        `worn` store (`_worn`) gives its own copy (only result graphs were written since):
+        rereading the endpoint's store every few minutes filled RocksDB's caches with it (the
         soak, bench/bench_soak.py: ~4 MB/min more with ten queries)."""
         plan = self.plan
-        self.version = self.kb.lookup_version
         self.data_version = self.kb.data_version  # read first: a write during the copy dates it stale
         if worn is not None:
             copy = _copied(worn, list(self.kb_graphs))
@@ -176,7 +175,7 @@ class OxigraphWindows:
     def knowledge_version(self) -> int:
         """The knowledge base's version an evaluation reads (rsep.plugin.windows.window_replay.
         VersionedEvaluator): the store is copied again when it moves."""
-        return self.kb.lookup_version
+        return self.kb.data_version
 
     def evaluate(self, contents: Sequence[Sequence[StreamItem]]) -> Answer:
         return self.evaluate_within(contents, ())
@@ -186,10 +185,10 @@ class OxigraphWindows:
     ) -> Answer:
         """The answer over `contents`; CQELS-CEP's event clauses read the events' intervals
         clipped to the windows' `bounds` (rsep.plugin.windows.window_replay.clip_bounds)."""
-        if self.kb.lookup_version != self.version:
+        if self.kb.data_version != self.data_version:  # any write of background data
             self._build()
         elif self._worn():
-            self._build(self.store if self.kb.data_version == self.data_version else None)
+            self._build(self.store)
         self._previous, self._triples = self._triples, {}
         found: set[Solution] = set()
         if self.runners:  # CQELS-CEP: the windows are the event clauses' input, not graphs

@@ -151,14 +151,22 @@ def test_a_csparql_register_posted_to_sparql_registers_as_post_queries_does(app)
     assert len(client.get("/queries").json["queries"]) == 1
 
 
-def test_a_sparql_update_of_the_static_data_applies_from_the_next_evaluation(app):
+@pytest.mark.parametrize("write", ["sparql-update", "graph-store"])
+def test_a_write_of_the_static_data_applies_from_the_next_evaluation(app, write):
+    """A SPARQL Update, or a Graph Store POST to the named graph (which once reached the window
+    store only when the default graph changed), between two evaluations."""
     client = app.test_client()
     ex = "http://example.org/"
 
     def update(text: str) -> None:
-        body = f"PREFIX : <{ex}> INSERT DATA {{ GRAPH <{ex}static> {{ {text} }} }}"
-        response = client.post("/sparql", data=body, content_type="application/sparql-update")
-        assert response.status_code in (200, 204), response.get_data(as_text=True)
+        if write == "sparql-update":
+            body = f"PREFIX : <{ex}> INSERT DATA {{ GRAPH <{ex}static> {{ {text} }} }}"
+            response = client.post("/sparql", data=body, content_type="application/sparql-update")
+        else:
+            turtle = f"@prefix : <{ex}> . {text} ."
+            response = client.post("/store", query_string={"graph": f"{ex}static"}, data=turtle,
+                                   content_type="text/turtle")  # fmt: skip
+        assert response.status_code in (200, 201, 204), response.get_data(as_text=True)
 
     def at(t: int, name: str, stream: str = f"{ex}s") -> GraphEvent:
         triples = f"<{ex}a> <{ex}on> <{ex}r> .\n<{ex}b> <{ex}on> <{ex}r> .\n" if stream != OTHER else ""
