@@ -55,13 +55,7 @@ PREFIXES = "PREFIX ex: <http://example.org/ns#>\nPREFIX xsd: <http://www.w3.org/
 
 def values_query(size: int) -> str:
     """A VALUES block of IRI/literal pairs (the usual way a query grows large)."""
-    rows, length, i = [], 0, 0
-    while length < size:
-        row = f'(ex:item{i} "label {i}"@en)'
-        rows.append(row)
-        length += len(row) + 1
-        i += 1
-    return PREFIXES + "SELECT ?s ?label WHERE {\n  VALUES (?s ?label) {\n" + "\n".join(rows) + "\n  }\n}\n"
+    return PREFIXES + "SELECT ?s ?label WHERE {\n  VALUES (?s ?label) {\n" + _rows(size) + "\n  }\n}\n"
 
 
 def union_query(size: int) -> str:

@@ -172,7 +172,7 @@ class GraphPatternRules(TripleRules):
             elif (datatype := match.group("datatype")) is not None:
                 at = match.start("datatype") if placed else None
                 tail.append(self.iri([block.token(iri_terminal(datatype), datatype, at)]))
-            return self.data_block_value([self.rdf_literal([lexical, *tail])])  # type: ignore[no-any-return]
+            return self.data_block_value([self.rdf_literal([lexical, *tail])])
         token = block.token(terminal_of(kind, text), text, match.start() if placed else None)
         value: Any
         if kind == "number":
@@ -183,7 +183,7 @@ class GraphPatternRules(TripleRules):
             value = token
         else:
             value = self.iri([token])
-        return self.data_block_value([value])  # type: ignore[no-any-return]
+        return self.data_block_value([value])
 
     def minus_graph_pattern(self, children: list[GroupPattern]) -> MinusPattern:
         return MinusPattern(children[0])  # MINUS binds nothing in the enclosing group
