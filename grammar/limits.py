@@ -10,7 +10,8 @@ expression pass that skips strings, IRIs and comments and measures
 - the chain length: operators and separators (`||`, `&&`, comparisons, `+ - * /`, path `/ | ^`,
   `.`, `;`, `,`, `UNION`, `OPTIONAL`, `MINUS`) and, inside parentheses, terms side by side (a
   collection's items) within one bracket (`MAX_CHAIN`); the list of `IN (...)` is flat everywhere and
-  exempt, as are the values of a `VALUES` block (terms in braces);
+  exempt, as is a `VALUES` data block of terms (read flat by every parser, rsep's included: it is
+  one token, sparql11.lark D11), which is skipped in one match as two levels of nesting;
 - the weight: a bracket's chain length plus the heaviest bracket inside it, which bounds the
   depth of the expression and pattern trees the text makes (`MAX_WEIGHT`).
 
@@ -30,9 +31,29 @@ MAX_DEPTH = 128
 MAX_CHAIN = 1_000
 MAX_WEIGHT = 2_000
 
+_STRING = (
+    r'"""(?:[^"\\]|\\.|"(?!""))*"""'
+    r"|'''(?:[^'\\]|\\.|'(?!''))*'''"
+    r'|"(?:[^"\\\n\r]|\\.)*"'
+    r"|'(?:[^'\\\n\r]|\\.)*'"
+)
+_IRI = r'<[^<>"{}|^`\\\x00-\x20]*>'
+_WORD = r"[^\s(){}\#\"'<]++"
+_TERM = rf"(?:(?:{_STRING})(?:\^\^(?:{_IRI}|{_WORD}))?|{_IRI}|{_WORD})"
+_SPACE = r"(?:\s|\#[^\n\r]*)*+"
+_VAR = r"[?$][^\s(){}\#]++"
+_VALUES_BLOCK = (
+    rf"(?<![\w@:])(?i:VALUES){_SPACE}(?:{_VAR}|\({_SPACE}(?:{_VAR}{_SPACE})*+\))"
+    rf"{_SPACE}\{{(?:{_SPACE}(?:\({_SPACE}(?:{_TERM}{_SPACE})*+\)|{_TERM}))*+{_SPACE}\}}"
+)
+"""`VALUES` and its data block of terms (rows of terms, or terms), whatever the terms are; possessive,
+so that a block that does not match fails in one pass (`<a\\u0041>` is no IRI here)."""
+
 _TOKENS = re.compile(
-    r"""
-      (?P<skip>
+    r"(?P<block>"
+    + _VALUES_BLOCK
+    + r""")
+    | (?P<skip>
           \"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"      # long strings
         | '''(?:[^'\\]|\\.|'(?!''))*'''
         | "(?:[^"\\\n\r]|\\.)*"                   # strings
@@ -72,11 +93,17 @@ def first_violation(text: str) -> tuple[int, str] | None:
     stack = [_Bracket("", 0)]
     bangs = 0
     after_in = after_term = False
-    for match in _TOKENS.finditer(text):
-        kind = match.lastgroup
-        top = stack[-1]
+    position = 0
+    while (match := _TOKENS.search(text, position)) is not None:
+        position, kind, top = match.end(), match.lastgroup, stack[-1]
+        if kind == "block":
+            if len(stack) + 2 <= MAX_DEPTH:  # its braces and rows: as deep as the block goes
+                bangs, after_in, after_term = 0, False, True
+                top.heaviest = max(top.heaviest, 2)
+                continue
+            position, kind = match.start() + len("VALUES"), "skip"  # read the block token by token
         if kind == "skip":
-            word = match.group().upper()
+            word = text[match.start() : position].upper()
             if word.startswith("#"):
                 continue
             # terms side by side in parentheses: a collection's items, a list of variables

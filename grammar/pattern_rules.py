@@ -3,11 +3,13 @@ static checks), OPTIONAL, GRAPH, SERVICE, BIND, VALUES, MINUS, UNION, FILTER and
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from lark import Token, v_args
 from lark.tree import Meta
 
+from rsep.grammar.data_blocks import Block, iri_terminal, string_terminal, terminal_of
 from rsep.grammar.expression_walks import triple_vars
 from rsep.grammar.lexical import terminal_name
 from rsep.grammar.query_parts import Args, Elements, Row
@@ -32,6 +34,12 @@ from rsep.plugin.algebra.sparql import (
     UnionPattern,
     Var,
 )
+
+_NUMERIC_RULES = {
+    "": "numeric_literal_unsigned",
+    "POSITIVE": "numeric_literal_positive",
+    "NEGATIVE": "numeric_literal_negative",
+}
 
 
 class GraphPatternRules(TripleRules):
@@ -114,6 +122,68 @@ class GraphPatternRules(TripleRules):
     def data_block_value(self, children: list[Any]) -> Term | None:
         value = children[0]
         return None if isinstance(value, Token) else value  # UNDEF
+
+    def data_block_token(self, children: list[Token]) -> InlineData:
+        """D11: a block the lexer read whole, built as [62]-[65] build it token by token."""
+        block = Block(children[0])
+        pieces = block.pieces()
+        kind, head = next(pieces)
+        if kind == "var":
+            variable = self._block_var(block, head)
+            return self.inline_data_one_var([variable, *(self._block_value(block, *p) for p in pieces)])
+        found: list[Any] = []
+        for kind, match in pieces if head.group() == "(" else ():  # the variables, up to ')'
+            if kind == "close":
+                break
+            found.append(self._block_var(block, match))
+        row: list[Term | None] = []
+        line = column = 1
+        for kind, match in pieces:
+            if kind == "open":
+                line, column = block.position(match.start())
+                row = []
+                if match.group() != "(":  # NIL
+                    found.append(Row((), line, column))
+            elif kind == "close":
+                found.append(Row(tuple(row), line, column))
+            else:
+                row.append(self._block_value(block, kind, match))
+        return self.inline_data_full(found)
+
+    def _block_var(self, block: Block, match: re.Match[str]) -> Var:
+        return self.var([block.token(terminal_of("var", match.group()), match.group(), match.start())])
+
+    def _block_value(self, block: Block, kind: str, match: re.Match[str]) -> Term | None:
+        """A value of a DATA_BLOCK through the rule methods of [65]; placed in the text only when a
+        rule refuses it, which it then does again with the value's line and column."""
+        try:
+            return self._data_value(block, kind, match, placed=False)
+        except StaticSemanticsError:
+            return self._data_value(block, kind, match, placed=True)
+
+    def _data_value(self, block: Block, kind: str, match: re.Match[str], *, placed: bool) -> Term | None:
+        text = match.group(kind)
+        if kind == "string":
+            at = match.start() if placed else None
+            lexical = self.string([block.token(string_terminal(text), text, at)])
+            tail: list[Any] = []
+            if (lang := match.group("lang")) is not None:
+                tail.append(block.token("LANGTAG", lang, match.start("lang") if placed else None))
+            elif (datatype := match.group("datatype")) is not None:
+                at = match.start("datatype") if placed else None
+                tail.append(self.iri([block.token(iri_terminal(datatype), datatype, at)]))
+            return self.data_block_value([self.rdf_literal([lexical, *tail])])
+        token = block.token(terminal_of(kind, text), text, match.start() if placed else None)
+        value: Any
+        if kind == "number":
+            value = getattr(self, _NUMERIC_RULES[token.type.partition("_")[2]])([token])
+        elif token.type in ("TRUE", "FALSE"):
+            value = self.boolean_literal([token])
+        elif token.type == "UNDEF":
+            value = token
+        else:
+            value = self.iri([token])
+        return self.data_block_value([value])
 
     def minus_graph_pattern(self, children: list[GroupPattern]) -> MinusPattern:
         return MinusPattern(children[0])  # MINUS binds nothing in the enclosing group
