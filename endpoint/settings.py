@@ -175,7 +175,8 @@ SETTINGS = (
             "longest a SPARQL query runs (default 30; 503 past it, the query stopped)"),
     Setting("RSEP_QUERY_ISOLATION", "--query-isolation", _one_of(QUERY_ISOLATION), "|".join(QUERY_ISOLATION),
             "run each SPARQL query in a forked child, stopped at the timeout or when its client "
-            "leaves, or on a thread, which cannot be stopped but costs no fork (default process)"),
+            "leaves (not while a Spark engine is in the process), or on a thread, which cannot be "
+            "stopped but costs no fork (default process)"),
     Setting("RSEP_MAX_RUNNING_QUERIES", "--max-running-queries", _count, "N",
             "SPARQL queries evaluated at once (default 4; 503 past it)"),
     Setting("RSEP_MAX_LISTENERS", "--max-listeners", _count, "N",

@@ -6,14 +6,20 @@ process killed), as is a query whose client leaves, so its slot is free at once.
 from __future__ import annotations
 
 import http.client
+import sys
 import threading
 import time
+import types
 import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from flask import Flask
 
+from rsep.endpoint import workers
+from rsep.plugin import shares_a_jvm
 from tests.support.events import QUERIES
 from tests.support.servers import Server, http_exchange
 
@@ -130,3 +136,31 @@ def test_a_query_whose_client_leaves_is_stopped(patient_server: Server) -> None:
     assert _until(lambda: not _children(server), 3)  # the child is killed, not left to finish
     status, body = _query(server, "ASK {}")
     assert status == 200, body
+
+
+@pytest.mark.parametrize("jvm", [False, True], ids=["in-process engine", "py4j in the process"])
+def test_queries_are_forked_unless_the_process_talks_to_a_jvm(
+    make_app: Callable[..., Flask], monkeypatch: pytest.MonkeyPatch, jvm: bool
+) -> None:
+    """A Spark engine or session in the process (py4j loaded) keeps queries on threads: forked
+    children disturbed py4j's connections (rsep.plugin.service.query_child.shares_a_jvm)."""
+    forked: list[bool] = []
+    real = workers.run_in_child
+
+    def spy(*given: Any) -> Any:
+        forked.append(True)
+        return real(*given)
+
+    monkeypatch.setattr(workers, "run_in_child", spy)
+    monkeypatch.setattr(workers, "shares_a_jvm", lambda: jvm)
+    app = make_app(RSEP_START_STREAMING=False)
+    answer = app.test_client().get("/sparql", query_string={"query": "ASK {}"})
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    assert forked == ([] if jvm else [True])
+
+
+def test_py4j_loaded_is_a_jvm_in_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(sys.modules, "py4j", raising=False)
+    assert not shares_a_jvm()
+    monkeypatch.setitem(sys.modules, "py4j", types.ModuleType("py4j"))
+    assert shares_a_jvm()
