@@ -33,6 +33,7 @@ run on threads. (bench note: bench/README.md, "Queries in forked children".)
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import os
 import pickle
@@ -123,6 +124,7 @@ def _attempt(
 ) -> bytes | None:
     """The child's pickled answer, or None if it hung (killed: try again)."""
     read_end, write_end = os.pipe()
+    parent = os.getpid()
     try:
         pid = os.fork()
     except OSError as error:  # no memory or no process left for a child
@@ -131,7 +133,7 @@ def _attempt(
         raise ChildUnavailable(f"cannot fork: {error.strerror or error}") from None
     if pid == 0:  # pragma: no cover - the child; its effects are what the tests check
         os.close(read_end)
-        _child(work, probe, write_end)
+        _child(work, probe, write_end, parent)
     os.close(write_end)
     try:
         return _supervise(pid, read_end, limits, deadline)
@@ -140,11 +142,14 @@ def _attempt(
         _reap(pid)
 
 
-def _child(work: Callable[[], object], probe: Callable[[], object], out: int) -> None:  # pragma: no cover
+def _child(  # pragma: no cover
+    work: Callable[[], object], probe: Callable[[], object], out: int, parent: int
+) -> None:
     """Never returns: the child leaves with os._exit, running no cleanup of the parent's."""
     code = 0
     try:
         gc.disable()  # a collection would touch (and copy) the parent's whole heap
+        _die_with_parent(parent)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         probe()
@@ -161,6 +166,22 @@ def _child(work: Callable[[], object], probe: Callable[[], object], out: int) ->
         code = 1
     finally:
         os._exit(code)
+
+
+def _die_with_parent(parent: int) -> None:  # pragma: no cover - runs in the child
+    """SIGKILL when the server dies (a kill -9, a crash): a runaway query must not outlive it,
+    burning a core with no one to answer. Linux's PR_SET_PDEATHSIG, set at once; if the server
+    died before that, the child's parent is no longer it and it leaves."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 def _close_sockets(keep: int) -> None:  # pragma: no cover - runs in the child

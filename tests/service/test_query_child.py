@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
@@ -219,3 +222,42 @@ def test_a_failed_fork_leaves_the_query_to_a_thread(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(query_child.os, "fork", no_fork)
     with pytest.raises(ChildUnavailable, match="cannot fork: Resource temporarily unavailable"):
         run_in_child(lambda: 1, _nothing, ChildLimits(timeout=30))
+
+
+ORPHAN = """
+import os, sys
+from rsep.plugin import ChildLimits, run_in_child
+
+def spin():
+    with open(sys.argv[1], "w") as file:
+        file.write(str(os.getpid()))
+    while True:
+        pass
+
+run_in_child(spin, lambda: None, ChildLimits(timeout=600))
+"""
+
+
+def test_a_child_does_not_outlive_a_killed_server(tmp_path: Path) -> None:
+    """kill -9 of the process that forked a query: its child goes too (it would burn a core with
+    no one to answer for as long as Oxigraph took)."""
+    noted = tmp_path / "child.pid"
+    server = subprocess.Popen([sys.executable, "-c", ORPHAN, str(noted)])
+    deadline = time.monotonic() + 30
+    while not (noted.exists() and noted.read_text()):
+        assert time.monotonic() < deadline and server.poll() is None
+        time.sleep(0.05)
+    child = int(noted.read_text())
+    server.kill()
+    server.wait(timeout=30)
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{child}").exists() and _state(child) != "Z":
+        assert time.monotonic() < deadline, "the query's child outlived its server"
+        time.sleep(0.05)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
