@@ -13,7 +13,7 @@ threads, eight listeners or eight runaway queries took them all and ingest stopp
   snapshot of the store that the request's thread kills when `--query-timeout` (default 30 s)
   passes or its client leaves (waitress reports it: `channel_request_lookahead`), which frees
   the slot and the processor at once; the answer is then 503. Where no child can run it (no
-  fork, children hung on a lock copied mid-use, or a Spark engine in the process: py4j), the
+  fork, children hung on a lock copied mid-use, or py4j's unpinned mode in the process), the
   query runs on a thread of its own as before: there it keeps its slot until Oxigraph returns,
   since pyoxigraph 0.5 cannot interrupt an evaluation.
 """
@@ -38,7 +38,6 @@ from rsep.plugin import (
     ChildUnavailable,
     child_available,
     run_in_child,
-    shares_a_jvm,
 )
 
 LOG = logging.getLogger("rsep.endpoint.workers")
@@ -130,7 +129,7 @@ def evaluate_query(
         )
     on_thread = False
     try:
-        if probe is not None and found.in_child and child_available() and not shares_a_jvm():
+        if probe is not None and found.in_child and child_available():
             try:
                 return _in_child(evaluate, probe, found.timeout, remote)
             except ChildUnavailable as why:

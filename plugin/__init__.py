@@ -64,7 +64,6 @@ _MODULES = {
         "ChildUnavailable",
         "child_available",
         "run_in_child",
-        "shares_a_jvm",
     ),
     "rsep.plugin.store.late_events": ("LateEventGraphs",),
     "rsep.plugin.service.lifecycle": ("EngineWiring",),
@@ -308,9 +307,6 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.service.query_child import (
         run_in_child as run_in_child,
-    )
-    from rsep.plugin.service.query_child import (
-        shares_a_jvm as shares_a_jvm,
     )
     from rsep.plugin.service.registry import (
         RegisteredQuery as RegisteredQuery,

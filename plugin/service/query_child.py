@@ -42,7 +42,6 @@ import select
 import signal
 import stat
 import struct
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -50,6 +49,7 @@ from dataclasses import dataclass
 from typing import TypeVar, cast
 
 from rsep.plugin.errors import InternalError
+from rsep.plugin.spark.inherited_connections import fork_keeps_jvm_connections
 
 T = TypeVar("T")
 
@@ -91,23 +91,16 @@ class ChildLimits:
 
 
 def child_available() -> bool:
-    return hasattr(os, "fork") and os.path.isdir("/proc/self")
-
-
-def shares_a_jvm() -> bool:
-    """Whether this process talks to a JVM through py4j (a Spark engine or session in it). Its
-    queries are not forked: with py4j loaded, forked children disturbed the parent's py4j
-    connections (in the test suite, twice in three full runs, a Spark streaming query's proxy
-    failed with a py4j error or a reset connection while /sparql queries forked), a failure
-    not yet understood, so the endpoint keeps such queries on threads."""
-    return "py4j" in sys.modules
+    """Whether this process can run a query in a child: Linux's fork and /proc, and no JVM
+    connection a child would disturb (`inherited_connections`)."""
+    return hasattr(os, "fork") and os.path.isdir("/proc/self") and fork_keeps_jvm_connections()
 
 
 def run_in_child(work: Callable[[], T], probe: Callable[[], object], limits: ChildLimits) -> T:
     """`work()`'s value (or what it raised), computed in a forked child after `probe()` (see
     the module docstring). Raises ChildTimeout, ChildCancelled or ChildUnavailable."""
     if not child_available():
-        raise ChildUnavailable("no fork on this platform")
+        raise ChildUnavailable("no fork on this platform, or py4j's unpinned mode in the process")
     deadline = time.monotonic() + limits.timeout
     for _ in range(ATTEMPTS):
         answer = _attempt(work, probe, limits, deadline)

@@ -6,10 +6,8 @@ process killed), as is a query whose client leaves, so its slot is free at once.
 from __future__ import annotations
 
 import http.client
-import sys
 import threading
 import time
-import types
 import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,7 +17,6 @@ import pytest
 from flask import Flask
 
 from rsep.endpoint import workers
-from rsep.plugin import shares_a_jvm
 from tests.support.events import QUERIES
 from tests.support.servers import Server, http_exchange
 
@@ -138,12 +135,15 @@ def test_a_query_whose_client_leaves_is_stopped(patient_server: Server) -> None:
     assert status == 200, body
 
 
-@pytest.mark.parametrize("jvm", [False, True], ids=["in-process engine", "py4j in the process"])
-def test_queries_are_forked_unless_the_process_talks_to_a_jvm(
-    make_app: Callable[..., Flask], monkeypatch: pytest.MonkeyPatch, jvm: bool
+@pytest.mark.parametrize("pinned", ["true", "false"])
+def test_queries_are_forked_unless_py4j_would_send_from_the_child(
+    make_app: Callable[..., Flask], monkeypatch: pytest.MonkeyPatch, pinned: str
 ) -> None:
-    """A Spark engine or session in the process (py4j loaded) keeps queries on threads: forked
-    children disturbed py4j's connections (rsep.plugin.service.query_child.shares_a_jvm)."""
+    """With py4j in the process, queries are forked in its pinned-thread mode (PySpark's default,
+    made fork-safe by rsep.plugin.spark.inherited_connections), not in its unpinned mode, where
+    a child's finalisers would talk to the JVM over the server's connections."""
+    import py4j.clientserver  # noqa: F401 - loaded, as with a Spark engine in the process
+
     forked: list[bool] = []
     real = workers.run_in_child
 
@@ -152,15 +152,8 @@ def test_queries_are_forked_unless_the_process_talks_to_a_jvm(
         return real(*given)
 
     monkeypatch.setattr(workers, "run_in_child", spy)
-    monkeypatch.setattr(workers, "shares_a_jvm", lambda: jvm)
+    monkeypatch.setenv("PYSPARK_PIN_THREAD", pinned)
     app = make_app(RSEP_START_STREAMING=False)
     answer = app.test_client().get("/sparql", query_string={"query": "ASK {}"})
     assert answer.status_code == 200, answer.get_data(as_text=True)
-    assert forked == ([] if jvm else [True])
-
-
-def test_py4j_loaded_is_a_jvm_in_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delitem(sys.modules, "py4j", raising=False)
-    assert not shares_a_jvm()
-    monkeypatch.setitem(sys.modules, "py4j", types.ModuleType("py4j"))
-    assert shares_a_jvm()
+    assert forked == ([True] if pinned == "true" else [])
