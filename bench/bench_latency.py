@@ -43,7 +43,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -154,6 +154,23 @@ class Client:
                 if attempt == attempts:
                     raise
         raise AssertionError("unreachable")
+
+
+def paced(
+    interval: float, seconds: float | None = None, stop: threading.Event | None = None
+) -> Iterator[int]:
+    """0, 1, 2, ... one every `interval` seconds against the clock (a late one is followed by the
+    next at once, so the rate holds on average), for `seconds` or until `stop` is set."""
+    due = time.monotonic()
+    end = None if seconds is None else due + seconds
+    index = 0
+    while (end is None or due < end) and (stop is None or not stop.is_set()):
+        yield index
+        index += 1
+        due += interval
+        pause = due - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
 
 
 # ---------------------------------------------------------------------- one run

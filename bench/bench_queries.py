@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.bench_latency import Client, Server, percentile
+from bench.bench_latency import Client, Server, paced, percentile
 
 STREAM = "http://example.org/bench/stream"
 TARGET_RATE = 1000.0
@@ -127,12 +127,9 @@ def run(queries: int, rate: float, duration: float, batch: int) -> Outcome:
 
 def _send(client: Client, outcome: Outcome, queries: int, rate: float, duration: float, batch: int) -> None:
     """Pairs at `rate` events/s, `batch` events a request, paced against the clock."""
-    interval = batch / rate
     start = time.monotonic()
-    deadline = start + duration
     index = 0
-    sent_at = start
-    while sent_at < deadline:
+    for _ in paced(batch / rate, duration):
         payload = []
         moment = time.time()
         for _ in range(batch // 2):
@@ -149,10 +146,6 @@ def _send(client: Client, outcome: Outcome, queries: int, rate: float, duration:
             outcome.pairs += len(payload) // 2
         else:
             outcome.refused += 1
-        sent_at += interval
-        pause = sent_at - time.monotonic()
-        if pause > 0:
-            time.sleep(pause)
     outcome.elapsed = time.monotonic() - start
 
 

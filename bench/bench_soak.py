@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.bench_latency import Client, Server
+from bench.bench_latency import Client, Server, paced
 from bench.bench_queries import event as _event
 from bench.bench_queries import rss_mb
 
@@ -176,11 +176,9 @@ def run(
 def _send(client: Client, soak: Soak, rate: float, seconds: float, batch: int, groups: int) -> None:
     """Pairs at `rate` events/s, `batch` events a request, paced against the clock."""
     path = f"/streams?stream={urllib.parse.quote(STREAM, safe=':/')}"
-    interval = batch / rate
     start = time.monotonic()
-    deadline = start + seconds
-    index, sent_at, moment = 0, start, 0.0
-    while sent_at < deadline:
+    index, moment = 0, 0.0
+    for _ in paced(batch / rate, seconds):
         payload = []
         moment = max(time.time(), moment + 1e-5)
         for _ in range(batch // 2):
@@ -194,10 +192,6 @@ def _send(client: Client, soak: Soak, rate: float, seconds: float, batch: int, g
             soak.posted += len(payload)
         else:
             soak.refused += 1
-        sent_at += interval
-        pause = sent_at - time.monotonic()
-        if pause > 0:
-            time.sleep(pause)
     soak.load_s = time.monotonic() - start
 
 

@@ -30,7 +30,8 @@ from typing import Any
 
 from flask import Flask, current_app
 
-from rsep.compiler import Plan, compile_text, parse
+from rsep.compiler import Plan, parse
+from rsep.endpoint.plans import compiled
 from rsep.endpoint.resources import Resources
 from rsep.plugin import (
     CheckpointStore,
@@ -227,15 +228,7 @@ def streaming() -> Streaming:
 
 def compile_registered(query: RegisteredQuery) -> Plan:
     """The in-process engine's `PlanCompiler`: a registration compiled as it was registered."""
-    options = query.options
-    return compile_text(
-        query.text,
-        dialect=query.dialect,
-        policy=options.get("policy"),
-        entailment=options.get("entailment"),
-        base=options.get("base"),
-        match_limit=match_limit(options),
-    )
+    return compiled(query.text, query.dialect, query.options, match_limit(query.options))
 
 
 def match_limit(options: Mapping[str, str]) -> int | None:
@@ -247,6 +240,10 @@ def match_limit(options: Mapping[str, str]) -> int | None:
 def is_window_registration(query: RegisteredQuery) -> bool:
     """Is a registered query a window query (C-SPARQL, CQELS)? One that no longer parses is
     not: the engine it goes to reports the error."""
+    try:
+        return isinstance(compile_registered(query), WindowPlan)
+    except ValueError:  # the engine it goes to reports the error
+        pass
     try:
         return is_window_query(parse(query.text, dialect=query.dialect, base=query.options.get("base")))
     except ValueError:

@@ -15,12 +15,12 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, jsonify, request, url_for
 
-from rsep.compiler import compile_text
 from rsep.endpoint.engines import Streaming, match_limit, streaming
 from rsep.endpoint.http_errors import BadRequest, NotFound, UnsupportedMediaType
 from rsep.endpoint.limits import check_query_count, check_text_size
 from rsep.endpoint.parameters import FORM, parameters, single
-from rsep.endpoint.workers import take_listener
+from rsep.endpoint.plans import compiled
+from rsep.endpoint.workers import take_listener, workers
 from rsep.grammar import DIALECTS
 from rsep.plugin import (
     FAILED,
@@ -60,14 +60,8 @@ def register_text(text: str, options: dict[str, str]) -> tuple[Response, int, di
     check_query_count(len(service.registry.all()))
     start = _start(service)
     try:
-        plan = compile_text(
-            text,
-            dialect=options.get("dialect"),
-            policy=options.get("policy"),
-            entailment=options.get("entailment"),
-            base=options.get("base"),
-            match_limit=match_limit(options),
-        )
+        limit = match_limit(options)
+        plan = compiled(text, options.get("dialect"), options, limit, in_child=workers().in_child)
     except CompileError as error:
         where = error.position
         line, column = (where.line, where.column) if where is not None else (None, None)
