@@ -18,7 +18,7 @@ from flask import Flask
 
 from rsep.endpoint import workers
 from tests.support.events import QUERIES
-from tests.support.servers import Server, http_exchange
+from tests.support.servers import Server, forked_children, http_exchange, until
 
 LISTENERS = 12
 SPARQL_QUERY = "application/sparql-query"
@@ -91,27 +91,9 @@ def test_listeners_and_runaway_queries_leave_ingest_its_threads(server: Server) 
     assert [status for status, _ in answers] == [503, 503]
     assert all("--query-timeout" in body and "stopped" in body for _, body in answers)
     assert _query(server, "ASK {}")[0] == 200  # their slots are free: Oxigraph needs ~10 s more
-    assert _until(lambda: not _children(server), 2)  # killed (collected in the background)
+    assert until(lambda: not forked_children(server), 2)  # killed (collected in the background)
     for stream in streams:
         stream.close()
-
-
-def _children(server: Server) -> set[int]:
-    """The server's child processes (a query's, while it runs)."""
-    pid = server.process.pid
-    found: set[int] = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found.update(int(child) for child in (task / "children").read_text().split())
-    return found
-
-
-def _until(condition: Callable[[], bool], seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 @pytest.fixture(scope="module")
@@ -127,10 +109,10 @@ def test_a_query_whose_client_leaves_is_stopped(patient_server: Server) -> None:
     server = patient_server
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     connection.request("GET", "/sparql?" + urllib.parse.urlencode({"query": RUNAWAY}))
-    assert _until(lambda: bool(_children(server)), 10)  # its child evaluates it
+    assert until(lambda: bool(forked_children(server)), 10)  # its child evaluates it
     assert "--max-running-queries" in _query(server, "ASK {}")[1]  # the one slot is taken
     connection.close()  # the client leaves
-    assert _until(lambda: not _children(server), 3)  # the child is killed, not left to finish
+    assert until(lambda: not forked_children(server), 3)  # the child is killed, not left to finish
     status, body = _query(server, "ASK {}")
     assert status == 200, body
 

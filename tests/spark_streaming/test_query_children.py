@@ -8,14 +8,12 @@ provokes it, and fails without rsep.plugin.spark.inherited_connections.)"""
 from __future__ import annotations
 
 import http.client
-import time
 import urllib.parse
-from pathlib import Path
 
 import pytest
 
 from tests.support.events import QUERIES, synthetic_events
-from tests.support.servers import Listener, expected, http_exchange, post_events
+from tests.support.servers import Listener, expected, forked_children, http_exchange, post_events, until
 from tests.support.spark_server import SparkServer, wait_caught_up
 
 pytestmark = [pytest.mark.spark, pytest.mark.e2e]
@@ -23,29 +21,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.e2e]
 VALUES = " ".join(str(i) for i in range(500))
 RUNAWAY = "SELECT (COUNT(*) AS ?n) WHERE { " + " ".join(f"VALUES ?{v} {{{VALUES}}}" for v in "abc") + " }"
 """125 million solutions counted: seconds of Oxigraph's time."""
-
-
-def query_children(server: SparkServer) -> set[int]:
-    """The server's forked children: its own command line (not its JVM's)."""
-    mine = Path(f"/proc/{server.process.pid}/cmdline").read_bytes()
-    found = set()
-    for task in Path(f"/proc/{server.process.pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            try:
-                if Path(f"/proc/{child}/cmdline").read_bytes() == mine:
-                    found.add(int(child))
-            except OSError:
-                continue
-    return found
-
-
-def until(condition, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def ask(server: SparkServer) -> tuple[int, str]:
@@ -67,10 +42,10 @@ def test_queries_are_stopped_and_the_spark_job_goes_on(tmp_path):
 
         connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
         connection.request("GET", "/sparql?" + urllib.parse.urlencode({"query": RUNAWAY}))
-        assert until(lambda: bool(query_children(server)), 10)  # its child evaluates it
+        assert until(lambda: bool(forked_children(server)), 10)  # its child evaluates it
         assert "--max-running-queries" in ask(server)[1]  # the one slot is taken
         connection.close()  # the client leaves
-        assert until(lambda: not query_children(server), 5)  # the child is killed
+        assert until(lambda: not forked_children(server), 5)  # the child is killed
         for n, event in enumerate(events[10:]):
             post_events(server, [event])
             if n % 2 == 0:

@@ -16,6 +16,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from rsep.plugin.log import LogRecord
@@ -147,3 +148,28 @@ def http_exchange(
         return response.status, response.read().decode("utf-8", "replace")
     finally:
         connection.close()
+
+
+def forked_children(server: Server) -> set[int]:
+    """The server's children that run its own command line: queries' forked children (a Spark
+    engine's JVM is a child too, with another one)."""
+    mine = Path(f"/proc/{server.process.pid}/cmdline").read_bytes()
+    found = set()
+    for task in Path(f"/proc/{server.process.pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                if Path(f"/proc/{child}/cmdline").read_bytes() == mine:
+                    found.add(int(child))
+            except OSError:
+                continue
+    return found
+
+
+def until(condition: Callable[[], bool], seconds: float) -> bool:
+    """Whether `condition()` holds within `seconds` (polled)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
