@@ -55,7 +55,9 @@ T = TypeVar("T")
 
 CHILD_NICENESS = 10
 DEMOTE_AFTER_SECONDS = 0.1
-PROBE_SECONDS = 0.25
+PROBE_SECONDS = 0.1
+"""A single-threaded child asleep on a futex waits for a lock no thread of its own holds: hung.
+Not 0 since the futex test and the processor time are sampled every `POLL_SECONDS`."""
 STALL_SECONDS = 2.0
 ATTEMPTS = 3
 POLL_SECONDS = 0.05
