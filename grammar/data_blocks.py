@@ -1,4 +1,5 @@
-"""A VALUES data block the lexer read as one DATA_BLOCK token (sparql11.lark, D11), split again.
+"""A VALUES data block the lexer read as one DATA_BLOCK token (sparql11.lark, D11), split again;
+the same for an expression list of plain values read as one VALUE_LIST token (D12).
 
 Lark's LALR parser costs tens of microseconds of Python per token, and a VALUES block is the usual
 way a query grows to megabytes; its grammar is flat. So the lexer reads a block whose values are
@@ -32,6 +33,20 @@ _PIECES = re.compile(
     """,
     re.VERBOSE,
 )
+_LIST_PIECES = re.compile(
+    r"""
+      [\x20\t\r\n,]+ | \#[^\r\n]* | [()]
+    | (?P<iri><[^>]*>)
+    | (?P<string>\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"|'''(?:[^'\\]|\\.|'(?!''))*'''
+        |"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
+      (?:(?P<lang>@[^\x20\t\r\n),#]+)|\^\^(?P<datatype><[^>]*>|(?:\\.|[^\x20\t\r\n),#\\])+))?
+    | (?P<number>[+-]?[0-9.][^\x20\t\r\n),#]*)
+    | (?P<word>(?:\\.|[^\x20\t\r\n),#\\])+)
+    """,
+    re.VERBOSE,
+)
+r"""The pieces of a VALUE_LIST token (D12): values between `(`, `,` and `)`; a prefixed name may
+hold `\,` or `\)` (PN_LOCAL_ESC)."""
 _SIGNS = {"+": "_POSITIVE", "-": "_NEGATIVE"}
 
 
@@ -48,6 +63,13 @@ class Block:
         """(kind, match) of its variables, row brackets (`open`: `(` or an empty `()`; `close`) and
         values (`iri`, `string` with its `lang` or `datatype`, `number`, `word`), in order."""
         for match in _PIECES.finditer(self.text):
+            kind = match.lastgroup
+            if kind is not None:
+                yield ("string" if kind in ("lang", "datatype") else kind), match
+
+    def list_values(self) -> Iterator[tuple[str, re.Match[str]]]:
+        """(kind, match) of a VALUE_LIST's values (`iri`, `string`, `number`, `word`), in order."""
+        for match in _LIST_PIECES.finditer(self.text):
             kind = match.lastgroup
             if kind is not None:
                 yield ("string" if kind in ("lang", "datatype") else kind), match

@@ -154,14 +154,24 @@ class GraphPatternRules(TripleRules):
         return self.var([block.token(terminal_of("var", match.group()), match.group(), match.start())])
 
     def _block_value(self, block: Block, kind: str, match: re.Match[str]) -> Term | None:
-        """A value of a DATA_BLOCK through the rule methods of [65]; placed in the text only when a
-        rule refuses it, which it then does again with the value's line and column."""
+        """A value of a DATA_BLOCK through the rule methods of [65]."""
+        return self.data_block_value([self._plain_value(block, kind, match)])
+
+    def value_list_token(self, children: list[Token]) -> tuple[Expr, ...]:
+        """D12: an expression list the lexer read whole, its values built as [72]'s expressions
+        (a constant's rule method, [109]'s primary expression) build them."""
+        block = Block(children[0])
+        return tuple(self._plain_value(block, *piece) for piece in block.list_values())
+
+    def _plain_value(self, block: Block, kind: str, match: re.Match[str]) -> Any:
+        """A plain value of a DATA_BLOCK or VALUE_LIST through its rule methods; placed in the text
+        only when a rule refuses it, which it then does again with the value's line and column."""
         try:
             return self._data_value(block, kind, match, placed=False)
         except StaticSemanticsError:
             return self._data_value(block, kind, match, placed=True)
 
-    def _data_value(self, block: Block, kind: str, match: re.Match[str], *, placed: bool) -> Term | None:
+    def _data_value(self, block: Block, kind: str, match: re.Match[str], *, placed: bool) -> Any:
         text = match.group(kind)
         if kind == "string":
             at = match.start() if placed else None
@@ -172,7 +182,7 @@ class GraphPatternRules(TripleRules):
             elif (datatype := match.group("datatype")) is not None:
                 at = match.start("datatype") if placed else None
                 tail.append(self.iri([block.token(iri_terminal(datatype), datatype, at)]))
-            return self.data_block_value([self.rdf_literal([lexical, *tail])])
+            return self.rdf_literal([lexical, *tail])
         token = block.token(terminal_of(kind, text), text, match.start() if placed else None)
         value: Any
         if kind == "number":
@@ -183,7 +193,7 @@ class GraphPatternRules(TripleRules):
             value = token
         else:
             value = self.iri([token])
-        return self.data_block_value([value])
+        return value
 
     def minus_graph_pattern(self, children: list[GroupPattern]) -> MinusPattern:
         return MinusPattern(children[0])  # MINUS binds nothing in the enclosing group
@@ -208,4 +218,6 @@ class GraphPatternRules(TripleRules):
         return Args(tuple(c for c in children if not isinstance(c, Token)), distinct)
 
     def expression_list(self, children: list[Any]) -> tuple[Expr, ...]:
+        if len(children) == 1 and isinstance(children[0], tuple):  # value_list_token's (D12)
+            return children[0]
         return tuple(c for c in children if not isinstance(c, Token))

@@ -1,5 +1,6 @@
-"""VALUES data blocks read as one token (sparql11.lark D11, rsep.grammar.data_blocks): the same
-algebra, the same static checks and the same error positions as a block read token by token."""
+"""VALUES data blocks and expression lists of plain values read as one token (sparql11.lark D11
+and D12, rsep.grammar.data_blocks): the same algebra, the same static checks and the same error
+positions as a block or a list read token by token."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ from rsep.grammar.sparql_transformer import SparqlTransformer
 
 
 @functools.cache
-def _token_by_token() -> Lark:
-    """SPARQL 1.1's parser without D11: every block read as [62]-[65] say."""
+def _token_by_token(alternative: str = "| data_block_token") -> Lark:
+    """SPARQL 1.1's parser without D11 (or D12): every block (list) read as [62]-[65] ([72]) say."""
     parser = get_parser(SPARQL_GRAMMAR, "query_unit")
-    text = parser.source_grammar.replace("| data_block_token", "")
+    text = parser.source_grammar.replace(alternative, "")
     assert text != parser.source_grammar
     return build_parser(text, "query_unit", name="sparql11.lark")
 
@@ -33,12 +34,12 @@ def _read(parser: Lark | str, text: str) -> str:
     return repr(found)
 
 
-def _whole_blocks(text: str) -> list[str]:
+def _whole_blocks(text: str, terminal: str = "DATA_BLOCK", after: str = r"VALUES\s*") -> list[str]:
     """The blocks the lexer reads as one DATA_BLOCK token (after each VALUES keyword)."""
-    terminal = get_parser(SPARQL_GRAMMAR, "query_unit").get_terminal("DATA_BLOCK")
-    block = re.compile(terminal.pattern.to_regexp())
-    found = (block.match(text, keyword.end()) for keyword in re.finditer(r"VALUES\s*", text, re.IGNORECASE))
-    return [match.group() for match in found if match is not None]
+    found = get_parser(SPARQL_GRAMMAR, "query_unit").get_terminal(terminal)
+    block = re.compile(found.pattern.to_regexp())
+    matches = (block.match(text, keyword.end()) for keyword in re.finditer(after, text, re.IGNORECASE))
+    return [match.group() for match in matches if match is not None]
 
 
 FAST = [
@@ -147,3 +148,68 @@ def test_a_block_too_deep_is_still_refused_at_its_bracket() -> None:
     found = first_violation(text)
     assert found is not None
     assert text[found[0]] == "(" and found[1] == f"nested more than {MAX_DEPTH} levels deep"
+
+
+# ----------------------------------------------------------------------------- D12: VALUE_LIST
+
+LISTS_FAST = [
+    'PREFIX ex: <http://e/>\nSELECT * { ?x ex:p ?y FILTER(?y IN (ex:a, ex:b\\,c, "x,y"@en, <u#v>,\n'
+    " -1.5e3 , \"1\"^^ex:int, true, 2, .5, '''a\nb''', ex:)) }",
+    "PREFIX ex: <http://e/>\nSELECT * { ?x ex:p ?y FILTER(?y NOT IN (ex:a,ex:b#c\n)) }",
+    'SELECT (CONCAT("a", "b") AS ?c) (COALESCE(1, 2) AS ?d) {}',
+    "SELECT * { FILTER(?y IN (1,\n  nope:x)) }",  # undefined prefix
+    'SELECT * { FILTER(?y IN (1,\n  "\\uD800")) }',  # not a scalar value
+    "SELECT * { FILTER(?y IN (<a>)) }",
+]
+LISTS_SLOW = [
+    "SELECT * { FILTER(?y IN (1, ?x)) }",
+    "SELECT * { FILTER(?y IN (1 + 2, 3)) }",
+    "SELECT * { FILTER(?y IN ()) }",
+    'SELECT * { FILTER(?y IN (1 ,\n "a""b")) }',
+    "SELECT * { FILTER(?y IN (1, UNDEF)) }",
+    "SELECT * { FILTER(?y IN (1,, 2)) }",
+    'SELECT * { FILTER(?y IN ("a" @en)) }',
+]
+IN = r"\bIN\s*|CONCAT|COALESCE"
+
+
+@pytest.mark.parametrize("text", LISTS_FAST + LISTS_SLOW)
+def test_a_list_reads_as_it_does_token_by_token(text: str) -> None:
+    assert _read(SPARQL_GRAMMAR, text) == _read(_token_by_token("| value_list_token"), text)
+
+
+@pytest.mark.parametrize("text", LISTS_FAST)
+def test_lists_of_plain_values_are_one_token(text: str) -> None:
+    assert _whole_blocks(text, "VALUE_LIST", IN)
+
+
+@pytest.mark.parametrize("text", LISTS_SLOW)
+def test_lists_written_otherwise_are_read_token_by_token(text: str) -> None:
+    assert not _whole_blocks(text, "VALUE_LIST", IN)
+
+
+def _items(bad: str, at: int = 5000, count: int = 6000) -> str:
+    """An IN list of `count` values, value `at` (1-based, on line `at + 1`) `bad`."""
+    items = ",\n".join(f"ex:item{i}" if i != at else bad for i in range(1, count + 1))
+    return f"PREFIX ex: <http://e/>\nSELECT * WHERE {{ ?s ?p ?o FILTER (?o IN ({items})) }}"
+
+
+@pytest.mark.parametrize(
+    ("bad", "column", "message"),
+    [("nope:x", 1, "undefined prefix 'nope:'"), ('"x"^^nope:t', 6, "undefined prefix 'nope:'")],
+)
+def test_a_value_refused_in_item_5000_is_placed_where_it_stands(bad: str, column: int, message: str) -> None:
+    text = _items(bad)
+    assert len(_whole_blocks(text, "VALUE_LIST", IN)) == 1
+    with pytest.raises(SparqlSyntaxError) as caught:
+        parse_query(text, source="query")
+    assert str(caught.value) == f"query:5001:{column}: {message}"
+
+
+def test_a_list_counts_flat_for_the_bounds() -> None:
+    typed = ", ".join(f'"{i}"^^<http://www.w3.org/2001/XMLSchema#int>' for i in range(1200))
+    signed = ", ".join(f"-{i}, +{i}" for i in range(1200))
+    for items in (typed, signed):
+        text = f"SELECT * {{ FILTER (?x IN ({items})) }}"
+        assert first_violation(text) is None
+        parse_query(text)
