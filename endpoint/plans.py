@@ -20,7 +20,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 
 from rsep.compiler import Plan, compile_text
 from rsep.plugin import (
@@ -54,17 +56,22 @@ def compiled(
     match_limit: int | None,
     *,
     in_child: bool = True,
+    cancelled: Callable[[], bool] = lambda: False,
+    timeout: float = CHILD_SECONDS,
+    slot: Callable[[], AbstractContextManager[None]] = nullcontext,
 ) -> Plan:
     """`compile_text` of a registration (its `dialect`, or None to detect it; its policy,
     entailment and base in `options`), from the cache when it was compiled before; a large text
-    in a child unless `in_child` is False (`rsep serve --query-isolation thread`)."""
+    in a child unless `in_child` is False (`rsep serve --query-isolation thread`), within
+    `slot()` (a query slot: children are capped as queries are), killed when `cancelled()` (its
+    client left: ChildCancelled) or after `timeout` seconds (a 400)."""
     key = _key(text, dialect, options, match_limit)
     with _lock:
         found = _plans.get(key)
         if found is not None:
             _plans.move_to_end(key)
             return found
-    plan = _compile(text, dialect, options, match_limit, in_child)
+    plan = _compile(text, dialect, options, match_limit, _Child(in_child, cancelled, timeout, slot))
     with _lock:
         _plans[key] = plan
         # named by the dialect it was found in, as the registry stores it: the engines' key
@@ -79,7 +86,11 @@ def _key(text: str, dialect: str | None, options: Mapping[str, str], match_limit
 
 
 def _compile(
-    text: str, dialect: str | None, options: Mapping[str, str], match_limit: int | None, in_child: bool
+    text: str,
+    dialect: str | None,
+    options: Mapping[str, str],
+    match_limit: int | None,
+    child: _Child,
 ) -> Plan:
     def work() -> Plan:
         return compile_text(
@@ -91,14 +102,26 @@ def _compile(
             match_limit=match_limit,
         )
 
-    if not in_child or len(text) <= CHILD_SIZE or not child_available():
+    if not child.wanted or len(text) <= CHILD_SIZE or not child_available():
         return work()
     try:
-        return run_in_child(work, lambda: None, ChildLimits(CHILD_SECONDS))
+        with child.slot():
+            return run_in_child(work, lambda: None, ChildLimits(child.timeout, child.cancelled))
     except ChildTimeout:
         raise CompileError(
-            f"compiling the query took over {CHILD_SECONDS:.0f} s (split it into smaller queries)"
+            f"compiling the query took over {child.timeout:g} s and was stopped (rsep serve "
+            "--query-timeout; split it into smaller queries)"
         ).located("query") from None
     except ChildUnavailable as why:
         LOG.warning("a query of %d characters is compiled in the server's process: %s", len(text), why)
         return work()
+
+
+@dataclass(frozen=True)
+class _Child:
+    """How a large text is compiled (`compiled`'s arguments)."""
+
+    wanted: bool
+    cancelled: Callable[[], bool]
+    timeout: float
+    slot: Callable[[], AbstractContextManager[None]]

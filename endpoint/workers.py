@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -93,6 +94,25 @@ def workers() -> Workers:
     return found
 
 
+def _take_query_slot(slots: Slots) -> None:
+    if not slots.take():
+        raise ServiceUnavailable(
+            f"{slots.limit} queries are running, the most this server runs at once "
+            "(rsep serve --max-running-queries): try again later"
+        )
+
+
+@contextmanager
+def query_slot() -> Iterator[None]:
+    """A query slot for the block (a continuous query compiled in a child takes one), or 503."""
+    slots = workers().queries
+    _take_query_slot(slots)
+    try:
+        yield
+    finally:
+        slots.give()
+
+
 def take_listener() -> Callable[[], None]:
     """A listener slot, or 503; returns the function that gives it back (once)."""
     slots = workers().listeners
@@ -122,11 +142,7 @@ def evaluate_query(
     using the processor)."""
     found = workers()
     slots = found.queries
-    if not slots.take():
-        raise ServiceUnavailable(
-            f"{slots.limit} queries are running, the most this server runs at once "
-            "(rsep serve --max-running-queries): try again later"
-        )
+    _take_query_slot(slots)
     on_thread = False
     try:
         if probe is not None and found.in_child and child_available():

@@ -72,6 +72,7 @@ that are not leaves (13 for three, 75 for four); patterns beyond
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -701,18 +702,40 @@ def _gpm_variables(pattern: EventPattern) -> dict[str, frozenset[str]]:
 
 def _join_orders(variables: list[frozenset[str]]) -> tuple[tuple[int, ...], ...]:
     """Per first operand, an order to join a group's operands in: next the one sharing
-    most variables with those already bound (a hash join on them), else the first left."""
-    orders = []
-    for first in range(len(variables)):
-        order, bound = [first], set(variables[first])
-        rest = [k for k in range(len(variables)) if k != first]
-        while rest:
-            best = max(rest, key=lambda k: (len(variables[k] & bound), -k))
-            rest.remove(best)
-            order.append(best)
-            bound |= variables[best]
-        orders.append(tuple(order))
-    return tuple(orders)
+    most variables with those already bound (a hash join on them), the first of those left on
+    a tie. Each operand's count of bound variables is kept up to date as variables are bound,
+    and the next one is taken from a heap: O(n log n) a first operand, not O(n^2) (an
+    EP-SPARQL operand of 400 triple patterns, a 400-way join, took 26 s to compile)."""
+    users: dict[str, list[int]] = {}
+    for k, names in enumerate(variables):
+        for name in names:
+            users.setdefault(name, []).append(k)
+    return tuple(_join_order(first, variables, users) for first in range(len(variables)))
+
+
+def _join_order(
+    first: int, variables: list[frozenset[str]], users: Mapping[str, list[int]]
+) -> tuple[int, ...]:
+    shared = [0] * len(variables)
+    taken = [False] * len(variables)
+    heap = [(0, k) for k in range(len(variables)) if k != first]  # (-shared, k): most, then first
+    order: list[int] = []
+    bound: set[str] = set()
+    k = first
+    while True:
+        taken[k] = True
+        order.append(k)
+        for name in variables[k] - bound:
+            bound.add(name)
+            for user in users[name]:
+                if not taken[user]:
+                    shared[user] += 1
+                    heapq.heappush(heap, (-shared[user], user))
+        while heap and (taken[heap[0][1]] or -heap[0][0] != shared[heap[0][1]]):
+            heapq.heappop(heap)  # stale: taken, or its count has grown since
+        if not heap:
+            return tuple(order)
+        k = heapq.heappop(heap)[1]
 
 
 def compile_interval_automaton(

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from rsep import compiler
-from rsep.endpoint import plans
+from rsep.endpoint import plans, workers
 from rsep.plugin import WindowPlan
 from tests.support.streaming_endpoint import service
 
@@ -117,3 +117,23 @@ def test_with_query_isolation_thread_a_large_text_is_compiled_in_the_server(
     answer = register(app, EVENT_QUERY)
     assert answer.status_code == 201, answer.get_data(as_text=True)
     assert compiles() == [os.getpid()]
+
+
+@pytest.mark.usefixtures("small_child_size")
+def test_a_compile_past_the_query_timeout_is_stopped_and_refused(make_app, compiles: Compiles) -> None:
+    app = make_app(RSEP_QUERY_TIMEOUT=0.001)
+    answer = register(app, EVENT_QUERY)
+    assert answer.status_code == 400, answer.get_data(as_text=True)
+    assert "took over 0.001 s and was stopped (rsep serve --query-timeout" in answer.get_data(as_text=True)
+    assert service(app).registry.all() == []
+
+
+@pytest.mark.usefixtures("small_child_size")
+def test_a_compile_in_a_child_takes_a_query_slot(make_app, compiles: Compiles) -> None:
+    app = make_app(RSEP_MAX_RUNNING_QUERIES=1)
+    with app.app_context():
+        assert workers.workers().queries.take()  # a query holds the one slot
+    answer = register(app, EVENT_QUERY)
+    assert answer.status_code == 503, answer.get_data(as_text=True)
+    assert "--max-running-queries" in answer.get_data(as_text=True)
+    assert compiles() == []

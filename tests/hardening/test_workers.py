@@ -139,3 +139,19 @@ def test_queries_are_forked_unless_py4j_would_send_from_the_child(
     answer = app.test_client().get("/sparql", query_string={"query": "ASK {}"})
     assert answer.status_code == 200, answer.get_data(as_text=True)
     assert forked == ([True] if pinned == "true" else [])
+
+
+def test_a_registration_whose_client_leaves_is_stopped(patient_server: Server) -> None:
+    """A continuous query over 64 KiB is compiled in a child (rsep.endpoint.plans), killed when
+    its client leaves: nothing is registered."""
+    server = patient_server
+    tests = " && ".join(f"(?o{k} > {k} || STRSTARTS(STR(?o{k}), 'x{k}'))" for k in range(8))
+    group = "{ " + " . ".join(f"?s <http://e/p{k}> ?o{k}" for k in range(8)) + f" FILTER ({tests}) }}"
+    text = "SELECT * WHERE { { ?s <http://e/a> ?x }" + f" SEQ {group}" * 150 + " }"  # ~130 KB
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    connection.request("POST", "/queries", body=text.encode(), headers={"Content-Type": SPARQL_QUERY})
+    assert until(lambda: bool(forked_children(server)), 10)  # its child compiles it
+    connection.close()  # the client leaves
+    assert until(lambda: not forked_children(server), 3)  # the child is killed, not left to finish
+    status, body = http_exchange(server, "GET", "/queries")
+    assert status == 200 and '"queries": []' in body.replace('"queries":[]', '"queries": []'), body
