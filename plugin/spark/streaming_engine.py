@@ -236,6 +236,8 @@ class SparkStreamingEngine:
         self._stopping = threading.Event()
         self._wake = threading.Event()
         self._watcher: threading.Thread | None = None
+        self._unobserve: Callable[[], None] = _nothing
+        """Stops `_refresh_snapshots` being called after each write of the knowledge base."""
         self._restarts: list[float] = []
 
     # ------------------------------------------------------------------ lifecycle
@@ -271,6 +273,7 @@ class SparkStreamingEngine:
             self._launch()
             self._watcher = threading.Thread(target=self._watch, name="rsep-spark-engine", daemon=True)
             self._watcher.start()
+            self._unobserve = self.kb.observe(self._refresh_snapshots)
 
     def stop(self, timeout: float | None = None) -> None:
         """Let the queries catch up with the log as it is now (at most `drain_timeout`, or
@@ -278,6 +281,8 @@ class SparkStreamingEngine:
         streams end."""
         with self._control:
             self._started = False
+            self._unobserve()
+            self._unobserve = _nothing
             self._wake.set()
             watcher, self._watcher = self._watcher, None
             limit = self.drain_timeout if timeout is None else min(timeout, self.drain_timeout)
@@ -544,15 +549,21 @@ class SparkStreamingEngine:
         while not self._stopping.is_set():
             self._wake.wait(self.kb_poll)
             self._wake.clear()
-            for slot in self._healthy():
-                try:
-                    if slot.publisher is not None:
-                        slot.publisher.refresh()
-                except Exception:
-                    logger.exception("query %s: refreshing its background snapshot failed", slot.query.id)
+            self._refresh_snapshots()
             handle = self._handle
             if handle is not None and not handle.isActive and not self._stopping.is_set():
                 self._recover(handle)
+
+    def _refresh_snapshots(self) -> None:
+        """Each query's background snapshot as the knowledge base is now (a no-op for a query
+        whose snapshot is of its version already): after each write of it (`KnowledgeBase.observe`,
+        in the writer's thread) and on the watcher's poll."""
+        for slot in self._healthy():
+            try:
+                if slot.publisher is not None:
+                    slot.publisher.refresh()
+            except Exception:
+                logger.exception("query %s: refreshing its background snapshot failed", slot.query.id)
 
     def _recover(self, handle: StreamingQuery) -> None:
         error = handle.exception()
@@ -734,3 +745,7 @@ def summary(message: str) -> str:
     before_jvm = lines[: next((i for i, line in enumerate(lines) if line.startswith("at ")), len(lines))]
     raised = [line for line in before_jvm if _RAISED.match(line)]
     return raised[-1] if raised else next((line for line in lines if line), "failed")
+
+
+def _nothing() -> None:
+    pass

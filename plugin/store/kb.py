@@ -6,7 +6,8 @@ methods here do, and they are the only way to write (the `store` property is for
 write that touches named graphs only (match graphs, `GRAPH <g>` updates of the Graph Store
 Protocol) moves `version`; one that may change the default graph moves `default_version` too,
 which dates what lookups read. Every write but the match sink's moves `data_version`, which dates
-copies of the background data (they leave the continuous queries' result graphs out).
+copies of the background data (they leave the continuous queries' result graphs out), and calls
+the write's observers (`observe`) before the write returns.
 """
 
 from __future__ import annotations
@@ -40,6 +41,16 @@ class KnowledgeBase:
         events: `writing(results=True)`); dates copies of the background data."""
         self._lookups: dict[str, tuple[int, list[dict[str, str]]]] = {}
         self._moving = threading.Lock()
+        self._observers: list[Callable[[], None]] = []
+
+    def observe(self, moved: Callable[[], None]) -> Callable[[], None]:
+        """Call `moved()` after each write of the background data (not of rsep's output graphs
+        only), in the writer's thread, before the write returns; returns the function that stops
+        it. The Spark engine refreshes the snapshots its next batches ship, so that an update
+        answered before an event is posted applies to that event: refreshed only by the
+        engine's watcher, a batch planned in between read the old one."""
+        self._observers.append(moved)
+        return lambda: self._observers.remove(moved)
 
     @property
     def store(self) -> ox.Store:
@@ -59,6 +70,9 @@ class KnowledgeBase:
             yield self._store
         finally:
             self._moved(default_graph, results)
+            if not results:
+                for moved in list(self._observers):
+                    moved()
 
     def update(self, text: str, *, base_iri: str | None = None) -> None:
         """A SPARQL update (one transaction)."""

@@ -28,8 +28,8 @@ def make_node(tmp_path: Path, kb: KnowledgeBase, spark: SparkSession) -> Iterato
     """Nodes on one data folder; each engine still running is stopped at the end."""
     nodes: list[Node] = []
 
-    def make(trigger_interval: float = 0.05) -> Node:
-        node = Node(tmp_path / "data", kb, spark, trigger_interval)
+    def make(trigger_interval: float = 0.05, kb_poll: float = 0.1) -> Node:
+        node = Node(tmp_path / "data", kb, spark, trigger_interval, kb_poll)
         nodes.append(node)
         return node
 

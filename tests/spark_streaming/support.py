@@ -40,7 +40,12 @@ class Node:
     streaming engine (the store handle is shared: a process opens it once)."""
 
     def __init__(
-        self, root: Path, kb: KnowledgeBase, spark: SparkSession, trigger_interval: float = 0.05
+        self,
+        root: Path,
+        kb: KnowledgeBase,
+        spark: SparkSession,
+        trigger_interval: float = 0.05,
+        kb_poll: float = 0.1,
     ) -> None:
         from rsep.plugin.spark.streaming_engine import SparkStreamingEngine
 
@@ -52,7 +57,7 @@ class Node:
         self.sink = OxigraphMatchSink(kb)
         self.engine: SparkStreamingEngine = SparkStreamingEngine(
             EngineWiring(self.log, self.registry, self.checkpoints, self.sink, clock=clock),
-            compile_text, kb, spark, trigger_interval=trigger_interval, kb_poll=0.1,
+            compile_text, kb, spark, trigger_interval=trigger_interval, kb_poll=kb_poll,
         )  # fmt: skip
 
     def register(self, text: str, start: int | None = None) -> RegisteredQuery:
