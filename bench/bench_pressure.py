@@ -1,5 +1,6 @@
 """How `rsep serve` answers while event-stream listeners and runaway queries press on it
-(issue 15, item 4): it starts the server (in-process engine) on a fresh folder, registers a
+(issue 15, item 4): it starts the server (`--engine`, default the in-process one; `spark` runs
+on `local[1]`) on a fresh folder, registers a
 query, connects `--listeners` SSE clients, starts `--runaway` queries that take Oxigraph
 seconds each, and meanwhile times `--requests` rounds of POST /streams (one event), GET
 /queries and GET /sparql (ASK {}). It prints, per route, the statuses seen and the latency
@@ -11,7 +12,7 @@ slot is free again (with `thread`, until Oxigraph finishes them: they cannot be 
 counts the server's warnings of queries that fell back to a thread.
 
     .venv/bin/python -m bench.bench_pressure [--listeners 200] [--runaway 8] [--requests 200] [--after 100]
-        [--query-isolation process|thread] [--query-timeout 10]
+        [--query-isolation process|thread] [--query-timeout 10] [--engine inprocess|spark]
 """
 
 from __future__ import annotations
@@ -89,16 +90,17 @@ def main() -> None:
     parser.add_argument("--after", type=int, default=100, help="rounds timed after the listeners drop")
     parser.add_argument("--query-isolation", choices=("process", "thread"), default="process")
     parser.add_argument("--query-timeout", type=float, default=10.0)
+    parser.add_argument("--engine", choices=("inprocess", "spark"), default="inprocess")
     args = parser.parse_args()
     port = free_port()
     folder = Path(tempfile.mkdtemp(prefix="rsep-pressure-"))
     command = [sys.executable, "-m", "rsep.endpoint.cli", "serve", "--port", str(port), "--data", str(folder),
-               "--engine", "inprocess", "--query-isolation", args.query_isolation,
+               "--engine", args.engine, "--master", "local[1]", "--query-isolation", args.query_isolation,
                "--query-timeout", str(args.query_timeout)]  # fmt: skip
     log = folder / "server.log"
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # the Spark engine starts a JVM
         while True:
             try:
                 exchange(port, "GET", "/queries")
