@@ -8,9 +8,10 @@ and reads a block not yet cached, until the cache is full. This script writes `-
 graphs through `OxigraphMatchSink` into a fresh on-disk store, `--batch` a write, flushing after
 every write (as the engine's checkpoints do), and every `--every` graphs prints glibc's `used`
 (`mallinfo2`), RSS and the store's size on disk; then the block caches the store's RocksDB log
-declares (their capacities: the bound). Nothing is asserted.
+declares (their capacities: the bound). `--unchecked` writes the same quads with `Store.extend`
+alone, without the sink's check, to split the two. Nothing is asserted.
 
-    .venv/bin/python -m bench.bench_sink_memory [--graphs 30000] [--every 3000] [--batch 6]
+    .venv/bin/python -m bench.bench_sink_memory [--graphs 30000] [--every 3000] [--batch 6] [--unchecked]
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+
+import pyoxigraph as ox
 
 from rsep.plugin.graph_events import Timestamp
 from rsep.plugin.nfa.runtime import Match
@@ -85,7 +88,14 @@ def disk_mb(folder: Path) -> float:
     return total / MB
 
 
-def run(graphs: int, every: int, batch: int) -> None:
+def write_unchecked(kb: KnowledgeBase, graphs: Sequence[MatchGraph]) -> None:
+    """The sink's write without its check that each graph is new."""
+    quads = ox.parse("".join(g.nquads() for g in graphs), ox.RdfFormat.N_QUADS)
+    with kb.writing(default_graph=False, results=True) as store:
+        store.extend(quads)
+
+
+def run(graphs: int, every: int, batch: int, unchecked: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="rsep-sink-") as tmp:
         folder = Path(tmp) / "store"
         kb = KnowledgeBase(open_store(folder))
@@ -96,10 +106,15 @@ def run(graphs: int, every: int, batch: int) -> None:
             if first % every < batch:
                 print(f"{first:8,} {time.monotonic() - began:6.0f} {glibc_used_mb():14.1f} {rss_mb():8.1f} "
                       f"{disk_mb(folder):9.1f}", flush=True)  # fmt: skip
-            sink.write([graph(i) for i in range(first, first + batch)])
+            written = [graph(i) for i in range(first, first + batch)]
+            if unchecked:
+                write_unchecked(kb, written)
+            else:
+                sink.write(written)
             sink.flush()
         for line in block_caches(folder):
             print(f"RocksDB block cache: {line}")
+        del sink, kb  # closes the store (its background threads) before the folder is removed
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -107,8 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--graphs", type=int, default=30_000, help="match graphs written")
     parser.add_argument("--every", type=int, default=3_000, help="graphs between rows")
     parser.add_argument("--batch", type=int, default=6, help="graphs a write (one flush after each)")
+    parser.add_argument("--unchecked", action="store_true", help="Store.extend alone, no check of the sink")
     args = parser.parse_args(argv)
-    run(args.graphs, args.every, max(1, args.batch))
+    run(args.graphs, args.every, max(1, args.batch), args.unchecked)
     return 0
 
 
