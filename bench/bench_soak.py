@@ -16,6 +16,8 @@ seconds to show whether memory is released.
 
 The verdict is the least-squares slope of RSS (MB/min) over the second half of the load, which
 starts after the windows are full (30 s, the longest RANGE/WITHIN); the same for the data folder.
+A second line gives the RSS slope over the last third, once the server's bounded caches are full
+(RocksDB's block cache, the term cache: they fill for the first ~25 minutes, bench/README.md).
 Matches are data that grow by design (each is a named graph in the store): with `--groups 200`
 each SEQ query matches 1 pair in 200. Timings and sizes are printed, never asserted.
 
@@ -223,6 +225,10 @@ def report(soak: Soak) -> None:
     print(f"verdict: RSS slope over the second half ({half:.0f} s on, {len(second)} samples): "
           f"{rss:+.2f} MB/min (anonymous {anon:+.2f}); "
           f"data folder {disk:+.2f} MB/min")  # fmt: skip
+    third = max(FULL_AFTER_S, soak.load_s * 2 / 3)
+    last = [s for s in load if s.elapsed >= third]
+    print(f"RSS slope over the last third ({third:.0f} s on, {len(last)} samples): "
+          f"{slope_per_minute([(s.elapsed, s.rss_mb) for s in last]):+.2f} MB/min")  # fmt: skip
     if load and idle:
         print(f"idle: RSS {load[-1].rss_mb:.1f} MB at the end of the load -> {idle[-1].rss_mb:.1f} MB after "
               f"{idle[-1].elapsed - load[-1].elapsed:.0f} s idle (lag {idle[-1].lag:,})")  # fmt: skip

@@ -413,9 +413,17 @@ _TYPED_PARSERS: Final[dict[str, tuple[int, Callable[[str], Any]]]] = {
 """datatype IRI -> (kind, lexical form parser returning None when ill-formed)."""
 
 
-@lru_cache(maxsize=1 << 17)
+TERM_CACHE_SIZE: Final = 1 << 14
+"""Entries of `parse_term`'s cache. Every distinct term an expression reads stays until the cache
+is full (a running query's event times, values: ~640 bytes a dateTime), so its size is memory a
+long-running server keeps: 16,384 entries, ~10 MB (131,072 held ~80 MB and took hours to fill in
+the soak of issue 15, a creep that looked unbounded); the terms that repeat (one event tested
+against many partial matches) are the recent ones (bench/README.md "Soak")."""
+
+
+@lru_cache(maxsize=TERM_CACHE_SIZE)
 def parse_term(nt: str) -> Value:
-    """Parse one N-Triples term (memoised: each distinct string is parsed once).
+    """Parse one N-Triples term (memoised: each distinct recent string is parsed once).
 
     Raises ValueError for text that is not an N-Triples term: that is a bug
     in the caller, not a SPARQL evaluation error.

@@ -37,7 +37,7 @@ from rsep.plugin.algebra.sparql import (
     Var,
 )
 from rsep.plugin.expr import ExprError, UnsupportedExpression, compile_expr, compile_filter, operators
-from rsep.plugin.expr.values import Value, parse_term
+from rsep.plugin.expr.values import TERM_CACHE_SIZE, Value, parse_term
 
 ERROR = "<error>"
 PREFIXES = {"xsd": XSD, "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#", "ex": "http://example.org/"}
@@ -1023,6 +1023,24 @@ def test_each_term_is_parsed_once() -> None:
         assert evaluate(terms)
     info = parse_term.cache_info()
     assert info.misses == 2 and info.hits == 198
+
+
+def test_the_term_cache_keeps_the_recent_terms_only() -> None:
+    """Issue 15 (soak): every distinct term a running query's expressions read (each event's
+    time) stayed in the cache until 131,072 were there, ~80 MB a server kept; the cache now
+    holds 16,384 (~10 MB of dateTimes), and the recent terms, those that repeat, are hits."""
+    parse_term.cache_clear()
+    evaluate = compile_filter(parse("?t < '2026-12-01T00:00:00Z'^^xsd:dateTime"))
+    stamps = [
+        xsd(f"2026-11-27T{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}Z", "dateTime") for s in range(40_000)
+    ]
+    for stamp in stamps:
+        assert evaluate({"t": stamp})
+    info = parse_term.cache_info()
+    assert TERM_CACHE_SIZE == 16_384 and info.currsize == TERM_CACHE_SIZE < 40_000
+    parse_term(stamps[-1])
+    parse_term(stamps[0])
+    assert parse_term.cache_info()[:2] == (info.hits + 1, info.misses + 1)  # the newest is there
 
 
 def test_mapping_may_be_any_mapping() -> None:
