@@ -27,12 +27,13 @@ _PIECES = re.compile(
     | (?P<iri><[^>]*>)
     | (?P<string>\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"|'''(?:[^'\\]|\\.|'(?!''))*'''
         |"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
-      (?:(?P<lang>@[^\x20\t\r\n)#}]+)|\^\^(?P<datatype><[^>]*>|[^\x20\t\r\n)#}]+))?
+      (?:(?P<lang>@[^\x20\t\r\n)#}]+)|\^\^(?P<datatype><[^>]*>|(?:\\.|[^\x20\t\r\n)#}\\])+))?
     | (?P<number>[+-]?[0-9.][^\x20\t\r\n)#}]*)
-    | (?P<word>[^\x20\t\r\n)#}]+)
+    | (?P<word>(?:\\.|[^\x20\t\r\n)#}\\])+)
     """,
     re.VERBOSE,
 )
+r"""The pieces of a DATA_BLOCK token (D11); a prefixed name may hold `\)` (PN_LOCAL_ESC)."""
 _LIST_PIECES = re.compile(
     r"""
       [\x20\t\r\n,]+ | \#[^\r\n]* | [()]

@@ -50,6 +50,8 @@ FAST = [
     "SELECT * { VALUES ?a{1} }",
     "SELECT * { VALUES (?a?b){(1 2)} }",
     "SELECT * { VALUES (?a ?b) {\n (1 2)#c\n (1 2)} } VALUES ?z { <x> }",
+    "PREFIX ex: <http://e/>\nSELECT * { VALUES ?x { ex:a\\)b ex:c } VALUES (?y) { (ex:d\\)) } }",
+    'PREFIX ex: <http://e/>\nSELECT * { VALUES (?y) { ("x"^^ex:t\\)) } }',  # escapes in names
     "SELECT * { VALUES (?a) { (1) (nope:x) } }",  # undefined prefix
     'SELECT * { VALUES (?a) { (1)\n  ("\\uD800") } }',  # not a scalar value
     "SELECT * { VALUES (?a) { (1)\n  (1 2) } }",  # row length
