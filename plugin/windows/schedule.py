@@ -26,7 +26,7 @@ from itertools import pairwise
 from typing import Protocol
 
 from rsep.plugin.algebra.events import CountWindow, LandmarkWindow, NowWindow, TimeWindow, Window
-from rsep.plugin.windows.window_functions import duration_ticks
+from rsep.plugin.windows.window_functions import Extent, duration_ticks, extent
 
 
 class Schedule(Protocol):
@@ -69,7 +69,24 @@ class WindowClose:
         self.windows = windows
         self.first = first
         self.t0 = first if t0 is None else t0
-        self.end = schedule_end(windows) if end is None else end
+        self.end = end if end is not None else self._last_holding(schedule_end(windows))
+
+    def _last_holding(self, bound: int | None) -> int | None:
+        """The last point up to `bound` (`schedule_end`'s) at which some window holds an item.
+        `bound` is the last close before the latest time an item is held, which a close of
+        another window may precede: with t0, the window holding the last item may be one that
+        opens before t0, its close not a point, and at the close before it the item is held by
+        no window (found by tests/csparql/test_window_functions.py's property test). The
+        points are the replay's evaluations anyway: one check each."""
+        if bound is None or bound < self.first:
+            return bound
+        self.end = bound
+        last = None
+        for start, stop in self.segments():
+            for point in self.points(start, stop):
+                if any(_holds(extent(w, times, point, self.first)) for w, times in self.windows):
+                    last = point
+        return last
 
     def segments(self) -> Iterator[tuple[int, int]]:
         if self.end is None or self.end < self.first:
@@ -88,6 +105,10 @@ class WindowClose:
             if point != previous:
                 yield point
                 previous = point
+
+
+def _holds(found: Extent) -> bool:
+    return found.hi > found.lo
 
 
 def _ceil_to(value: int, step: int) -> int:

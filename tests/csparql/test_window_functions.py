@@ -205,6 +205,14 @@ def test_window_close_runs_to_the_last_close_at_which_some_window_holds_an_item(
     assert all_points(WindowClose(windows, to_ticks(first))) == [to_ticks(c) for c in closes if c <= last]
 
 
+def test_a_close_before_the_one_that_holds_the_last_item_outside_t0_is_not_a_point():
+    """Found by the property above: an item at 5 only in [RANGE 4s STEP 4s], t0 = 5. Its window
+    (4, 8] opens before t0, so 8 is no point; at [RANGE 1s STEP 6s]'s close 6 no window holds an
+    item (the 4 s window shows (0, 4]). Before, 6 was evaluated: the last close before 8."""
+    windows = [(TimeWindow(seconds(1), seconds(6)), []), (TimeWindow(seconds(4), seconds(4)), [to_ticks(5)])]
+    assert all_points(WindowClose(windows, to_ticks(5))) == []
+
+
 def holds(window, ticks, t):
     found = extent(window, ticks, t, 0)
     return found.hi > found.lo
