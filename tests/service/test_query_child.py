@@ -193,7 +193,7 @@ def test_the_child_does_not_hold_the_servers_connections_open(no_children_left: 
 
     def run() -> None:
         try:
-            done.append(run_in_child(lambda: time.sleep(3) or "answered", _nothing, ChildLimits(timeout=30)))
+            done.append(run_in_child(lambda: time.sleep(8) or "answered", _nothing, ChildLimits(timeout=30)))
         except BaseException as error:
             done.append(error)
 
@@ -203,7 +203,7 @@ def test_the_child_does_not_hold_the_servers_connections_open(no_children_left: 
     server_side.close()
     began = time.monotonic()
     assert client_side.recv(1) == b""
-    assert time.monotonic() - began < 1.5 and not done  # closed before the child ended
+    assert time.monotonic() - began < 5 and not done  # closed long before the child ends (8 s)
     thread.join()
     assert done == ["answered"]
     client_side.close()
