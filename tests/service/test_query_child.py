@@ -37,8 +37,11 @@ def _children() -> set[int]:
     """This process's living children (a killed child that was reaped is not one)."""
     found: set[int] = set()
     for task in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{task}/children") as file:
-            found.update(int(pid) for pid in file.read().split())
+        try:
+            with open(f"/proc/self/task/{task}/children") as file:
+                found.update(int(pid) for pid in file.read().split())
+        except FileNotFoundError:  # the thread ended since the listing
+            continue
     return found
 
 

@@ -156,7 +156,11 @@ def forked_children(server: Server) -> set[int]:
     mine = Path(f"/proc/{server.process.pid}/cmdline").read_bytes()
     found = set()
     for task in Path(f"/proc/{server.process.pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
+        try:
+            children = (task / "children").read_text().split()
+        except FileNotFoundError:  # the thread ended since the listing
+            continue
+        for child in children:
             try:
                 if Path(f"/proc/{child}/cmdline").read_bytes() == mine:
                     found.add(int(child))
