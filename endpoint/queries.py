@@ -20,7 +20,7 @@ from rsep.endpoint.http_errors import BadRequest, NotFound, UnsupportedMediaType
 from rsep.endpoint.limits import check_query_count, check_text_size
 from rsep.endpoint.parameters import FORM, parameters, single
 from rsep.endpoint.plans import compiled
-from rsep.endpoint.workers import ServiceUnavailable, query_slot, take_listener, workers
+from rsep.endpoint.workers import ServiceUnavailable, client_left, query_slot, take_listener, workers
 from rsep.grammar import DIALECTS
 from rsep.plugin import (
     FAILED,
@@ -62,11 +62,9 @@ def register_text(text: str, options: dict[str, str]) -> tuple[Response, int, di
     start = _start(service)
     try:
         limit = match_limit(options)
-        left = request.environ.get("waitress.client_disconnected")
         found = workers()
         plan = compiled(text, options.get("dialect"), options, limit, in_child=found.in_child,
-                        cancelled=left if callable(left) else (lambda: False), timeout=found.timeout,
-                        slot=query_slot)  # fmt: skip
+                        cancelled=client_left(), timeout=found.timeout, slot=query_slot)  # fmt: skip
     except ChildCancelled:
         raise ServiceUnavailable("the client left before the query was compiled; it was stopped") from None
     except CompileError as error:

@@ -102,6 +102,13 @@ def _take_query_slot(slots: Slots) -> None:
         )
 
 
+def client_left() -> Callable[[], bool]:
+    """Whether the request's client has closed its connection (waitress reports it with
+    `channel_request_lookahead`; never under another server or the test client)."""
+    left = request.environ.get("waitress.client_disconnected")
+    return left if callable(left) else (lambda: False)
+
+
 @contextmanager
 def query_slot() -> Iterator[None]:
     """A query slot for the block (a continuous query compiled in a child takes one), or 503."""
@@ -158,8 +165,7 @@ def evaluate_query(
 
 
 def _in_child(evaluate: Callable[[], T], probe: Callable[[], object], timeout: float, remote: bool) -> T:
-    left = request.environ.get("waitress.client_disconnected")
-    limits = ChildLimits(timeout, left if callable(left) else (lambda: False), watch_stall=not remote)
+    limits = ChildLimits(timeout, client_left(), watch_stall=not remote)
     try:
         return run_in_child(evaluate, probe, limits)
     except ChildTimeout:

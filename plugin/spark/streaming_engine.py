@@ -158,9 +158,9 @@ class KbPublisher:
                 self.current_id = self.files.current()
             content = pickle.dumps((dict(snapshot.answers), dict(snapshot.graphs)), protocol=5)
             digest = hashlib.sha256(content).hexdigest()
-            self._version = version
             if not self.current_id.endswith("-" + digest[:16]):  # (after a restart: maybe the same)
                 self.current_id = self.files.publish(pickle.dumps(snapshot, protocol=5), digest, self.ship)
+            self._version = version  # only once published: a failed publish (a full disk) is retried
             self.snapshot = snapshot
 
 

@@ -12,6 +12,7 @@ the write's observers (`observe`) before the write returns.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -27,6 +28,8 @@ from rsep.plugin.store.rdfio import load_into
 from rsep.plugin.store.remote import check_remote
 from rsep.plugin.store.remote_deadline import within_deadline
 from rsep.plugin.store.sparql_service import Dataset, GraphName, Payload, QueryForm
+
+LOG = logging.getLogger(__name__)
 
 
 class KnowledgeBase:
@@ -72,7 +75,10 @@ class KnowledgeBase:
             self._moved(default_graph, results)
             if not results:
                 for moved in list(self._observers):
-                    moved()
+                    try:
+                        moved()
+                    except Exception:  # the write is done: an observer's failure is not the writer's
+                        LOG.exception("an observer of the knowledge base's writes failed")
 
     def update(self, text: str, *, base_iri: str | None = None) -> None:
         """A SPARQL update (one transaction)."""

@@ -163,6 +163,29 @@ def test_a_batch_of_graphs_is_one_store_transaction_and_moves_the_kb_version(kb)
     assert counting.extends == 1 and kb.version == version + 1  # nothing new, nothing written
 
 
+def test_observers_see_writes_of_the_background_data_only_and_cannot_fail_them(kb):
+    """KnowledgeBase.observe (the Spark engine refreshes its snapshots so): called after an
+    update, not after the sink's match graphs (rsep's output); one that raises leaves the
+    write done and the next observer called; stopped when asked."""
+    seen: list[str] = []
+
+    def failing() -> None:
+        seen.append("failing")
+        raise RuntimeError("observer down")
+
+    stop_failing = kb.observe(failing)
+    stop = kb.observe(lambda: seen.append("ok"))
+    kb.update("INSERT DATA { <urn:a> <urn:b> <urn:c> }")
+    assert seen == ["failing", "ok"]
+    assert select(kb, "SELECT ?o { <urn:a> <urn:b> ?o }") == [{"o": "<urn:c>"}]  # the write is done
+    OxigraphMatchSink(kb).write([graph_of(a_match())])
+    assert seen == ["failing", "ok"]
+    stop_failing()
+    stop()
+    kb.update("INSERT DATA { <urn:a> <urn:b> <urn:d> }")
+    assert seen == ["failing", "ok"]
+
+
 def test_a_construct_match_holds_the_instantiated_template(kb):
     template = (
         TriplePattern(Var("house"), IRI("urn:t:pays"), Var("fare")),

@@ -298,6 +298,30 @@ def test_a_publisher_writes_a_snapshot_only_when_the_answers_change(tmp_path):
     assert again.current_id == publisher.current_id
 
 
+def test_a_snapshot_that_could_not_be_published_is_published_at_the_next_refresh(tmp_path):
+    """A refresh that fails (a full disk, executors not reachable) leaves the version unread:
+    the next refresh (the watcher's poll, the next write) publishes it, not the old one for ever."""
+    from rsep.plugin.spark.streaming_engine import KbPublisher
+
+    plan = compile_query(parse_event_query(KB_QUERY))
+    kb = knowledge_base("<urn:low> <urn:holds> 1")
+    failures: list[OSError] = []
+
+    def ship(snapshot: str, path: Path) -> None:
+        if failures:
+            raise failures.pop()
+
+    publisher = KbPublisher(kb, plan, tmp_path / "kb", ship)
+    publisher.refresh()
+    first = publisher.current_id
+    kb.update("INSERT DATA { GRAPH <urn:kb> { <urn:two> <urn:holds> 2 } }")
+    failures.append(OSError(28, "No space left on device"))
+    with pytest.raises(OSError):
+        publisher.refresh()
+    publisher.refresh()
+    assert publisher.current_id != first and SnapshotFiles(tmp_path / "kb").current() == publisher.current_id
+
+
 def test_a_failure_is_summed_up_by_the_python_exception_line():
     message = (
         "An exception was raised by the Python Proxy. Return Message: Traceback (most recent call last):\n"
