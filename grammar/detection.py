@@ -42,6 +42,7 @@ from enum import IntEnum
 from lark import Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
+from rsep.grammar.collector import collector_paused
 from rsep.grammar.dialect_spec import QUERY_START, DialectSpec, EventSyntax
 from rsep.grammar.parser import (
     SparqlSyntaxError,
@@ -182,6 +183,11 @@ def detect(
 ) -> Detection:
     """Read `text` with every dialect and choose its owner (the module docstring)."""
     check_bounds(text, source=source)
+    with collector_paused(len(text)):
+        return _detect(text, dialects, source=source, base_iri=base_iri)
+
+
+def _detect(text: str, dialects: Iterable[DialectSpec], *, source: str, base_iri: str | None) -> Detection:
     readings = [read(dialect, text) for dialect in dialects]
     strongest = max((r.claim for r in readings if r.claim is not None), default=None)
     if strongest is None:

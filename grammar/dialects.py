@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 from rsep.grammar import cqels, csparql, epsparql, spaseq
+from rsep.grammar.collector import collector_paused
 from rsep.grammar.detection import answer, detect, read
 from rsep.grammar.dialect_spec import DialectSpec
 from rsep.grammar.parser import SparqlSyntaxError, check_bounds
@@ -53,7 +54,8 @@ def parse_event_query(
         raise InvalidInput(f"unknown dialect {dialect!r} (known: {', '.join(DIALECTS)})")
     check_bounds(text, source=source)
     if dialect is not None:
-        found = answer(read(DIALECTS[dialect], text), source=source, base_iri=base_iri)
+        with collector_paused(len(text)):
+            found = answer(read(DIALECTS[dialect], text), source=source, base_iri=base_iri)
     else:
         found = detect(text, REGISTRY, source=source, base_iri=base_iri).answer
     if isinstance(found, SparqlSyntaxError):

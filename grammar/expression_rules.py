@@ -37,7 +37,8 @@ _NUMERIC_TYPES = {"INTEGER": XSD_INTEGER, "DECIMAL": XSD_DECIMAL, "DOUBLE": XSD_
 class ExpressionRules(StaticChecks):
     """[110]-[138] expressions and terms."""
 
-    def conditional_or_expression(self, children: list[Expr]) -> Expr:
+    def expression(self, children: list[Expr]) -> Expr:
+        """[110]/[111] (sparql11.lark D13): operands joined by `||`."""
         return self._fold("||", children)
 
     def conditional_and_expression(self, children: list[Expr]) -> Expr:

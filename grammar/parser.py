@@ -17,8 +17,10 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 from lark.lexer import PatternStr, TerminalDef
 from lark.load_grammar import FromPackageLoader, PackageResource
+from lark.parse_tree_builder import ExpandSingleChild, PropagatePositions
 from lark.visitors import Transformer
 
+from rsep.grammar.collector import collector_paused
 from rsep.grammar.limits import first_violation
 from rsep.grammar.sparql_transformer import SparqlTransformer, StaticSemanticsError, terminal_name
 from rsep.plugin.algebra.sparql import AGGREGATES, BUILTIN_ARITY, Query
@@ -82,10 +84,13 @@ def check_bounds(text: str, *, source: str) -> None:
 _LOADER = FromPackageLoader(GRAMMAR_PACKAGE, ("",))
 
 
-def build_parser(grammar_text: str, start: str | tuple[str, ...], *, name: str = "dialect.lark") -> Lark:
+def build_parser(
+    grammar_text: str, start: str | tuple[str, ...], *, name: str = "dialect.lark", pass_units: bool = True
+) -> Lark:
     """An LALR parser for grammar text that lives, or could live, in grammar/ as `name`: its
-    `%import .sparql11 (...)` lines resolve to the grammars of this package."""
-    return Lark(
+    `%import .sparql11 (...)` lines resolve to the grammars of this package. `pass_units=False`
+    keeps lark's own reductions (`_pass_unit_reductions`; the tests compare the two)."""
+    parser = Lark(
         grammar_text,
         parser="lalr",
         lexer="contextual",
@@ -97,6 +102,34 @@ def build_parser(grammar_text: str, start: str | tuple[str, ...], *, name: str =
         source_path=PackageResource(GRAMMAR_PACKAGE, name),
         import_paths=[_LOADER],
     )
+    if pass_units:
+        _pass_unit_reductions(parser)
+    return parser
+
+
+def _pass_unit_reductions(parser: Lark) -> None:
+    """A `?rule` reduced from one child returns that child at once.
+
+    Such reductions are most of a SPARQL parse (each precedence level of an expression, each level
+    of a property path: 3 in 4 reductions of a query of triple patterns and FILTERs). lark runs
+    each through ExpandSingleChild and then PropagatePositions, which finds the child's positions
+    already set and sets them again: two calls and some twenty attribute reads per reduction for
+    the same tree (tests/grammar/test_positions.py holds every position equal to lark's). Rules
+    built otherwise (another tree class, no positions, a newer lark) are left as lark built them."""
+    builder = getattr(parser, "_parse_tree_builder", None)
+    callbacks = getattr(parser, "_callbacks", None)
+    if builder is None or not isinstance(callbacks, dict):
+        return
+    for rule, chain in builder.rule_builders:
+        if chain == [ExpandSingleChild, PropagatePositions] and rule in callbacks:
+            callbacks[rule] = _passing_one_child(callbacks[rule])
+
+
+def _passing_one_child(reduce: Callable[[list[Any]], Any]) -> Callable[[list[Any]], Any]:
+    def passing(children: list[Any]) -> Any:
+        return children[0] if len(children) == 1 else reduce(children)
+
+    return passing
 
 
 @functools.cache
@@ -119,11 +152,12 @@ def parse_with(
     transform the tree with a fresh transformer; lark and static-rule errors become `SparqlSyntaxError`."""
     check_bounds(text, source=source)
     parser = get_parser(grammar, start) if isinstance(grammar, str) else grammar
-    try:
-        tree = parser.parse(text, start=start)
-    except UnexpectedInput as error:
-        raise syntax_error(error, text, parser, source) from None
-    return transform_tree(tree, transformer_factory, source=source)
+    with collector_paused(len(text)):
+        try:
+            tree = parser.parse(text, start=start)
+        except UnexpectedInput as error:
+            raise syntax_error(error, text, parser, source) from None
+        return transform_tree(tree, transformer_factory, source=source)
 
 
 def transform_tree(

@@ -18,47 +18,15 @@ from rsep.grammar.dialects import REGISTRY, event_syntax
 from rsep.grammar.epsparql import EpsparqlTransformer
 from rsep.plugin.algebra.events import ConsumptionPolicy, EventQuery, ReportPolicy, SelectionStrategy
 from tests.support.paths import REPO
+from tests.support.query_corpora import examples
 from tests.support.shared_data import shared_data
 
-EXAMPLES = {
-    "spaseq": [
-        "tests/fixtures/spaseq/*/query.rq",
-        "tests/fixtures/entailment/spaseq-*/query.rq",
-        "tests/fixtures/entailment/routes/query.rq",
-        "tests/fixtures/entailment/update/query.rq",
-        "examples/smart-grid/query.rq",
-    ],
-    "ep-sparql": [
-        "tests/fixtures/epsparql/*/query.rq",
-        "tests/fixtures/epsparql/*/rules/*.rq",
-        "tests/fixtures/entailment/epsparql-*/query.rq",
-        "tests/fixtures/entailment/epsparql-*/rules/*.rq",
-        "examples/ep-sparql-*/query.rq",
-    ],
-    "c-sparql": [
-        "tests/csparql/fixtures/*/query.rq",
-        "tests/fixtures/entailment/csparql-*/query.rq",
-        "examples/c-sparql-*/query.rq",
-    ],
-    "cqels": [
-        "tests/cqels/fixtures/*/query.rq",
-        "tests/fixtures/entailment/cqels-*/query.rq",
-        "examples/cqels-*/query.rq",
-    ],
-}
-"""Where each dialect's example queries are, in the repository."""
 SHARED = {
     "spaseq": "spaseq/*/*.q",
     "c-sparql": "citybench/csparql_query/*.txt",
     "cqels": "citybench/cqels_query/*.txt",
 }
 """And in the shared data: the SPAseq reference engine's queries, CityBench's."""
-
-
-def examples() -> list[tuple[str, Path]]:
-    return [
-        (name, path) for name, globs in EXAMPLES.items() for pattern in globs for path in REPO.glob(pattern)
-    ]
 
 
 def same(one: Answer, other: Answer) -> bool:
