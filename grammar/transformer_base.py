@@ -7,7 +7,7 @@ one part of the grammar on top of this class."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,7 +62,9 @@ class TransformerBase(Transformer_NonRecursive):  # type: ignore[type-arg]
         super().__init__(visit_tokens=False)
         self.base = base_iri
         self.prefixes: dict[str, str] = {}
-        self._anon_prefix = "b"
+        self._anon_prefix: str | None = None
+        self._tree: Tree[Token] | None = None
+        self._imported: dict[str, Callable[[list[Any], Meta], Any]] = {}
         self._anon_count = 0
         self._scopes: dict[int, tuple[Node, frozenset[str]]] = {}
         self._positions: dict[int, tuple[object, int, int]] = {}
@@ -77,7 +79,7 @@ class TransformerBase(Transformer_NonRecursive):  # type: ignore[type-arg]
     # ----------------------------------------------------------------- driving
 
     def transform(self, tree: Tree[Token]) -> Any:
-        self._reserve_anon_prefix(tree)
+        self._tree, self._anon_prefix = tree, None
         result = super().transform(tree)
         self.check_whole_tree()
         return result
@@ -86,29 +88,44 @@ class TransformerBase(Transformer_NonRecursive):  # type: ignore[type-arg]
         """The checks that need the whole tree, run after it is transformed (`StaticChecks`)."""
 
     def __default__(self, data: str, children: list[Any], meta: Meta) -> Any:
-        """Rules of an imported grammar arrive as `<grammar>__<rule>`: dispatch them by base name."""
+        """Rules of an imported grammar arrive as `<grammar>__<rule>`: dispatch them by base name
+        (looked up once per rule name and transformer: a large text has thousands of each)."""
+        rule = self._imported.get(data)
+        if rule is None:
+            rule = self._imported[data] = self._imported_rule(data)
+        return rule(children, meta)
+
+    def _imported_rule(self, data: str) -> Callable[[list[Any], Meta], Any]:
         base = data.rsplit("__", 1)[-1]
         method = getattr(self, base, None) if base != data else None
         if not callable(method):
-            return Tree(data, children, meta)
+            return lambda children, meta: Tree(data, children, meta)
         wrapper = getattr(method, "visit_wrapper", None)  # set by @v_args, as lark's own dispatch does
-        return wrapper(method, base, children, meta) if wrapper is not None else method(children)
+        if wrapper is None:
+            return lambda children, meta: method(children)
+        return lambda children, meta: wrapper(method, base, children, meta)
 
-    def _reserve_anon_prefix(self, tree: Tree[Token]) -> None:
-        """Pick a prefix for generated blank-node labels that no label written in the text starts with."""
+    def _reserve_anon_prefix(self, tree: Tree[Token] | None) -> str:
+        """A prefix for generated blank-node labels that no label written in the text starts with.
+        Chosen at the first `[]` or collection: a walk of the whole tree, which most texts never need
+        (a transformer builds new nodes and leaves the parse tree as it was)."""
         labels: list[str] = []
-        stack = [tree]  # not Tree.scan_values, which recurses
+        stack = [tree] if tree is not None else []  # not Tree.scan_values, which recurses
         while stack:
             for child in stack.pop().children:
                 if isinstance(child, Tree):
                     stack.append(child)
                 elif terminal_name(child) == "BLANK_NODE_LABEL":
                     labels.append(str(child)[2:])
-        while any(label.startswith(self._anon_prefix) for label in labels):
-            self._anon_prefix += "_"
+        prefix = "b"
+        while any(label.startswith(prefix) for label in labels):
+            prefix += "_"
+        return prefix
 
     def new_blank_node(self) -> BNode:
         """A fresh blank node for `[]`, `[ ... ]` and collections."""
+        if self._anon_prefix is None:
+            self._anon_prefix = self._reserve_anon_prefix(self._tree)
         self._anon_count += 1
         return BNode(f"{self._anon_prefix}{self._anon_count - 1}")
 
