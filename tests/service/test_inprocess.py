@@ -344,3 +344,32 @@ def test_progress_does_not_wait_for_a_step_in_progress(tmp_path, kb):
         assert not reader.is_alive()
     (progress,) = answered
     assert (progress.position, progress.events, progress.matches) == (3, 3, 1)
+
+
+def test_a_stop_asked_during_a_round_steps_no_further_query(tmp_path, kb):
+    """A lagging engine steps each query over up to max_batch events per round, and a shutdown
+    waited for every query's step (15 s seen): once stop is asked, the round ends after the step in
+    progress; the others resume from their checkpoints and find their matches exactly once."""
+    node = Node(tmp_path, kb, interval=60.0)
+    first, second = node.register(), node.register()
+    node.ingest(*BATCH_1)
+    runner = node.engine.slots.get(first.id).runner
+    step = runner.step
+
+    def step_then_stop(records):
+        node.engine._stopping.set()  # what stop() does first, from the signal handler's thread
+        return step(records)
+
+    runner.step = step_then_stop
+    node.engine.drain()
+    assert node.engine.progress(first.id).position == 3
+    assert node.engine.progress(second.id).position == 0
+    assert graphs_of(kb, second.iri) == []
+    node.engine.stop()  # the final checkpoint the engine's thread writes as it ends
+    assert load_state(node.checkpoints.load(first.id)).position == 3
+
+    restarted = Node(tmp_path, kb)
+    restarted.engine.drain()
+    assert graphs_of(kb, first.iri) == expected_graphs(restarted, first)
+    assert graphs_of(kb, second.iri) == expected_graphs(restarted, second)
+    assert restarted.engine.progress(second.id).position == 3
