@@ -131,6 +131,22 @@ def test_a_missing_kb_file_gives_the_reason(tmp_path, capsys):
     )
 
 
+@pytest.mark.parametrize("make", [lambda path: None, lambda path: path.mkdir()], ids=["missing", "a folder"])
+def test_an_event_file_that_cannot_be_read_gives_the_reason(tmp_path, capsys, make):
+    """pyoxigraph's OSError has no strerror: the message said `cannot read the file: None`."""
+    events = tmp_path / "events.trig"
+    make(events)
+    code = main(
+        ["run", str(FIG1 / "query.rq"), "--stream", f"{FIG1_STREAM}={events}", "--engine", "inprocess"]
+    )
+    captured = capsys.readouterr()
+    reason = "No such file or directory" if not events.exists() else "Is a directory"
+    assert_failure(
+        Outcome(code, captured.out, captured.err),
+        rf"{re.escape(str(events))}: cannot read the file: {reason}",
+    )
+
+
 def test_a_bad_timestamp_points_at_its_triple_not_at_the_graph(tmp_path, capsys):
     events = tmp_path / "bad.trig"
     events.write_text(
