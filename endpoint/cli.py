@@ -28,6 +28,7 @@ import os
 import signal
 import sys
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from importlib import metadata
@@ -169,7 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     settings.add_arguments(serve_cmd)  # --engine, --master, --token, ...: flag or environment
     serve_cmd.set_defaults(handler=_serve)
     post_cmd = commands.add_parser("post", help="post event files to a running endpoint, merged by time")
-    post_cmd.add_argument("url", metavar="URL", help="the endpoint, e.g. http://127.0.0.1:7878/")
+    post_cmd.add_argument(
+        "url", type=_endpoint_url, metavar="URL", help="the endpoint, e.g. http://127.0.0.1:7878/"
+    )
     post_cmd.add_argument("--stream", type=_stream, action="append", required=True, metavar="IRI=FILE",
                           help="events of the stream IRI, TriG or N-Quads")  # fmt: skip
     post_cmd.add_argument("--token", help="sent as Authorization: Bearer TOKEN")
@@ -181,6 +184,27 @@ def build_parser() -> argparse.ArgumentParser:
     post_cmd.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     post_cmd.set_defaults(handler=_post)
     return parser
+
+
+def _endpoint_url(text: str) -> str:
+    """An endpoint's base URL: http(s), a host, no query or fragment (`/streams?...` is appended
+    to it; urllib raised a ValueError traceback on what it cannot open)."""
+    try:
+        parts = urllib.parse.urlsplit(text)
+        parts.port  # noqa: B018 -- raises ValueError on a port that is not a number
+    except ValueError:
+        parts = None
+    if (
+        parts is None
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.query
+        or parts.fragment
+    ):
+        raise argparse.ArgumentTypeError(
+            f"expected the endpoint's http(s) URL, e.g. http://127.0.0.1:7878/, got {text!r}"
+        )
+    return text
 
 
 def _positive(text: str) -> int:
