@@ -72,11 +72,13 @@ def register_text(text: str, options: dict[str, str]) -> tuple[Response, int, di
         line, column = (where.line, where.column) if where is not None else (None, None)
         raise BadRequest(error.message, parameter="query", line=line, column=column) from None
     produces = produced_stream(plan)
-    if produces is None:
-        query = _create(service, text, plan, start, options)
-    else:
-        assert isinstance(plan, WindowPlan)
-        query = _create_producer(service, text, plan, options)
+    with service.registrations:  # checked again: others may have registered while this compiled
+        check_query_count(len(service.registry.all()))
+        if produces is None:
+            query = _create(service, text, plan, start, options)
+        else:
+            assert isinstance(plan, WindowPlan)
+            query = _create_producer(service, text, plan, options)
     location = url_for("queries.read", query_id=query.id)
     body = {"id": query.id, "iri": query.iri, "dialect": query.dialect, "streams": list(query.streams),
             "start": query.start, "warnings": [*plan.warnings, *registration_warnings(plan)]}  # fmt: skip
