@@ -277,7 +277,7 @@ def _start(service: Streaming) -> int:
     head = service.log.next_position
     if given == "now":
         return head
-    if not given.isdigit() or int(given) > head:
+    if not (given.isascii() and given.isdigit()) or int(given) > head:  # `²` is a digit int() refuses
         raise BadRequest(f"expected now or a log position from 0 to {head}, got {given!r}", parameter="from")
     return int(given)
 
