@@ -278,20 +278,15 @@ class WindowRunner:
             return []
         schedule: Schedule
         if self.plan.report is ReportPolicy.WINDOW_CLOSE:
-            windows = [(spec.window, self._streams[spec.stream].times) for spec in self.plan.windows]
-            t0 = state.first if state.t0 is None else min(state.t0, state.first)  # a legacy state's t0
-            schedule = WindowClose(windows, low, horizon, t0=t0)
+            schedule = self._closes(low, horizon)
             if next(schedule.points(low, horizon + 1), None) is None:  # no close passed: skip the cuts
                 state.done = horizon
                 return []
-            cut = (
-                None
-                if limit is None
-                else next(islice(schedule.points(low, horizon + 1), limit - 1, None), None)
-            )
-            if cut is not None and cut < horizon:
-                horizon, self.backlog = cut, True
-                schedule = WindowClose(windows, low, horizon, t0=t0)
+            if limit is not None:
+                cut = next(islice(schedule.points(low, horizon + 1), limit - 1, None), None)
+                if cut is not None and cut < horizon:
+                    horizon, self.backlog = cut, True
+                    schedule = self._closes(low, horizon)
         else:
             schedule = ContentChange(t for t, _ in self._pending if t <= horizon)
             self._pending = [p for p in self._pending if p[0] > horizon]
@@ -299,6 +294,28 @@ class WindowRunner:
         evaluations = self.replay.evaluate(schedule, contents, state.first)
         state.done = horizon
         return evaluations
+
+    def _closes(self, low: int, horizon: int) -> WindowClose:
+        """Window close's evaluation times in [low, horizon]."""
+        state = self.state
+        assert state.first is not None
+        windows = [(spec.window, self._streams[spec.stream].times) for spec in self.plan.windows]
+        t0 = state.first if state.t0 is None else min(state.t0, state.first)  # a legacy state's t0
+        return WindowClose(windows, low, horizon, t0=t0)
+
+    def evaluation_times(self, horizon: int, limit: int) -> int:
+        """How many evaluation times `advance(horizon)` would evaluate, counted up to `limit` + 1
+        (a producer refuses a request that would make it derive more,
+        rsep.plugin.service.producers)."""
+        state = self.state
+        if state.first is None:
+            return 0
+        low = state.first if state.done is None else max(state.first, state.done + 1)
+        if horizon < low:
+            return 0
+        if self.plan.report is ReportPolicy.WINDOW_CLOSE:
+            return sum(1 for _ in islice(self._closes(low, horizon).points(low, horizon + 1), limit + 1))
+        return sum(1 for t, _ in self._pending if t <= horizon)
 
     def _forget(self) -> None:
         """Drop the items that no window can hold at a time after `done`."""
