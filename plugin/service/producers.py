@@ -126,19 +126,21 @@ class Producer:
     error: str | None = None
     stale: bool = True
     """Its runner must be rebuilt from the log (not built yet, or an append failed)."""
+    evaluated: int = 0
+    """Closes the request being appended has made it evaluate (`MAX_DERIVED_CLOSES`)."""
 
     def derive(self, horizon: int, event: GraphEvent | None = None) -> list[GraphEvent]:
         """The events of the closes up to `horizon` (ticks) not evaluated yet, which `event`
         makes final (TooManyCloses past `MAX_DERIVED_CLOSES`; None: no limit)."""
         assert self.runner is not None
-        if (
-            event is not None
-            and self.runner.evaluation_times(horizon, MAX_DERIVED_CLOSES) > MAX_DERIVED_CLOSES
-        ):
+        left = MAX_DERIVED_CLOSES - self.evaluated
+        count = self.runner.evaluation_times(horizon, left) if event is not None else 0
+        self.evaluated += count
+        if event is not None and count > left:
             raise TooManyCloses(
                 f"event {event.name} at {event.time.lexical} would make the REGISTER STREAM query "
                 f"{self.query.id} (producing <{self.stream}>) evaluate more than {MAX_DERIVED_CLOSES:,} "
-                "window closes at once, each one an event of this request: post events in between "
+                "window closes in one request, each one an event of it: post events in between "
                 "(on any stream: a close is final once a later event arrives), or unregister the query"
             )
         numeric = self.runner.state.numeric
@@ -288,6 +290,8 @@ class Producers:
         """The request's events with the derived ones before each time group, flagged True.
         The producers read them under the position `head`, a lower bound of where they go."""
         sequence: list[tuple[GraphEvent, bool]] = []
+        for producer in active:
+            producer.evaluated = 0
         last = self.log.last_time
         for ticks, group in groupby(events, key=lambda e: to_ticks(e.time.seconds)):
             clients = list(group)

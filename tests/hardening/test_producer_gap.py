@@ -16,6 +16,7 @@ from tests.support.servers import Server, http_exchange
 
 STREAM = "http://example.org/s"
 XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
+NQUADS = "application/n-quads"
 PRODUCER = f"""REGISTER STREAM <http://example.org/counts> AS
 CONSTRUCT {{ <http://example.org/x> <http://example.org/n> ?n }}
 FROM STREAM <{STREAM}> [RANGE 10s STEP 1s]
@@ -23,10 +24,14 @@ WHERE {{ {{ SELECT (COUNT(?e) AS ?n) WHERE {{ ?e <http://example.org/p> ?o }} }}
 
 
 def _post(server: Server, name: str, seconds: int) -> tuple[int, str]:
+    return http_exchange(server, "POST", f"/streams?stream={STREAM}", _event(name, seconds), NQUADS)
+
+
+def _event(name: str, seconds: int) -> bytes:
     event = f"<http://example.org/{name}>"
     stamp = f'{event} <http://www.w3.org/ns/prov#generatedAtTime> "{seconds}"^^<{XSD_INTEGER}> .\n'
     body = f'{event} <http://example.org/p> "1" {event} .\n' + stamp
-    return http_exchange(server, "POST", f"/streams?stream={STREAM}", body.encode(), "application/n-quads")
+    return body.encode()
 
 
 def test_a_request_that_would_make_a_producer_derive_too_many_closes_is_400(tmp_path: Path) -> None:
@@ -44,8 +49,12 @@ def test_a_request_that_would_make_a_producer_derive_too_many_closes_is_400(tmp_
             began = time.monotonic()
             status, body = _post(server, "far", far)
             assert status == 400, body[:300]
-            assert f"evaluate more than {MAX_DERIVED_CLOSES:,} window closes" in body, body
+            assert f"evaluate more than {MAX_DERIVED_CLOSES:,} window closes in one request" in body, body
             assert time.monotonic() - began < 30
+        step = MAX_DERIVED_CLOSES // 2 + 1  # each event within the limit, the request past it
+        events = b"".join(_event(f"s{i}", 1 + i * step) for i in (1, 2, 3))
+        status, body = http_exchange(server, "POST", f"/streams?stream={STREAM}", events, NQUADS)
+        assert status == 400 and "in one request" in body, body[:300]
         health = server.get("/health")
         assert health["log_position"] == 1 and health["failed_queries"] == [], health
         status, body = _post(server, "e2", 51)  # closes 11 (the first window's end) ... 50
