@@ -131,6 +131,8 @@ def _graph_payloads(media_type: str) -> list[Payload]:
     if media_type == MULTIPART:
         for name in request.form:
             raise UnsupportedMediaType(f"multipart part {name!r} is not a file; send files of {kinds}")
+        if not request.files:  # also a body werkzeug cannot split (no boundary): it reads no part
+            raise BadRequest(f"missing: one or more files of {kinds} in the multipart body", parameter="body")
         return [_part_payload(name, kinds) for name in request.files]
     if media_type not in GRAPH_PAYLOAD_MEDIA_TYPES:
         raise UnsupportedMediaType(f"{media_type} holds a dataset; a graph is sent as {kinds}")
