@@ -178,6 +178,8 @@ def events(query_id: str) -> Response:
     stream = sse_stream(subscription, query.iri, service.heartbeat)
     response = Response(stream, status=200, content_type="text/event-stream", headers=SSE_HEADERS)
     response.call_on_close(give_back)
+    # also when the stream never starts (a HEAD: the subscription stayed, collecting matches)
+    response.call_on_close(subscription.close)
     return response
 
 
