@@ -49,12 +49,21 @@ def test_a_request_that_would_make_a_producer_derive_too_many_closes_is_400(tmp_
             began = time.monotonic()
             status, body = _post(server, "far", far)
             assert status == 400, body[:300]
+            assert body.startswith("body: event <http://example.org/far> at "), body
             assert f"evaluate more than {MAX_DERIVED_CLOSES:,} window closes in one request" in body, body
             assert time.monotonic() - began < 30
         step = MAX_DERIVED_CLOSES // 2 + 1  # each event within the limit, the request past it
         events = b"".join(_event(f"s{i}", 1 + i * step) for i in (1, 2, 3))
         status, body = http_exchange(server, "POST", f"/streams?stream={STREAM}", events, NQUADS)
-        assert status == 400 and "in one request" in body, body[:300]
+        assert status == 400 and body.startswith("body: ") and "in one request" in body, body[:300]
+        boundary = "rsep-boundary"
+        merged = (f'--{boundary}\r\nContent-Disposition: form-data; name="stream"\r\n\r\n{STREAM}\r\n'
+                  f'--{boundary}\r\nContent-Disposition: form-data; name="events"; filename="far.nq"\r\n'
+                  "Content-Type: application/n-quads\r\n\r\n").encode()  # fmt: skip
+        merged += _event("m", 253402300799) + f"\r\n--{boundary}--\r\n".encode()
+        status, body = http_exchange(server, "POST", "/streams/merged", merged,
+                                     f"multipart/form-data; boundary={boundary}")  # fmt: skip
+        assert status == 400 and body.startswith("events: event <http://example.org/m> at "), body[:300]
         health = server.get("/health")
         assert health["log_position"] == 1 and health["failed_queries"] == [], health
         status, body = _post(server, "e2", 51)  # closes 11 (the first window's end) ... 50
