@@ -16,6 +16,7 @@ from flask import Flask
 
 from rsep.endpoint import (
     access,
+    content_coding,
     cors,
     http_errors,
     limits,
@@ -78,6 +79,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     cors.init_app(app)  # before the token check: a preflight carries no token
     http_errors.init_app(app)
     access.init_app(app)
+    content_coding.init_app(app)
     limits.init_app(app)
     workers.init_app(app)
     sparql_protocol.init_app(app)

@@ -28,6 +28,7 @@ import os
 import signal
 import sys
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from importlib import metadata
@@ -163,13 +164,15 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.set_defaults(handler=_run)
     serve_cmd = commands.add_parser("serve", help="run the SPARQL endpoint and the event-query service")
     serve_cmd.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve_cmd.add_argument("--port", type=int, default=7878, help="port to listen on (default 7878)")
+    serve_cmd.add_argument("--port", type=_port, default=7878, help="port to listen on (default 7878)")
     serve_cmd.add_argument("--data", type=Path, default=Path("rsep-data"), metavar="DIR",
                            help="where the store and the event log live (default ./rsep-data)")  # fmt: skip
     settings.add_arguments(serve_cmd)  # --engine, --master, --token, ...: flag or environment
     serve_cmd.set_defaults(handler=_serve)
     post_cmd = commands.add_parser("post", help="post event files to a running endpoint, merged by time")
-    post_cmd.add_argument("url", metavar="URL", help="the endpoint, e.g. http://127.0.0.1:7878/")
+    post_cmd.add_argument(
+        "url", type=_endpoint_url, metavar="URL", help="the endpoint, e.g. http://127.0.0.1:7878/"
+    )
     post_cmd.add_argument("--stream", type=_stream, action="append", required=True, metavar="IRI=FILE",
                           help="events of the stream IRI, TriG or N-Quads")  # fmt: skip
     post_cmd.add_argument("--token", help="sent as Authorization: Bearer TOKEN")
@@ -181,6 +184,34 @@ def build_parser() -> argparse.ArgumentParser:
     post_cmd.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     post_cmd.set_defaults(handler=_post)
     return parser
+
+
+def _endpoint_url(text: str) -> str:
+    """An endpoint's base URL: http(s), a host, no query or fragment (`/streams?...` is appended
+    to it; urllib raised a ValueError traceback on what it cannot open)."""
+    try:
+        parts = urllib.parse.urlsplit(text)
+        parts.port  # noqa: B018 -- raises ValueError on a port that is not a number
+    except ValueError:
+        parts = None
+    if (
+        parts is None
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.query
+        or parts.fragment
+    ):
+        raise argparse.ArgumentTypeError(
+            f"expected the endpoint's http(s) URL, e.g. http://127.0.0.1:7878/, got {text!r}"
+        )
+    return text
+
+
+def _port(text: str) -> int:
+    """A TCP port: the socket takes a larger number modulo 65536 (99999 listened on 34463)."""
+    if not (text.isascii() and text.isdigit() and int(text) <= 65535):
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
+    return int(text)
 
 
 def _positive(text: str) -> int:
@@ -275,11 +306,10 @@ def _serve(args: argparse.Namespace) -> int:
                                max_request_body_size=app.config["RSEP_MAX_BODY"],
                                channel_request_lookahead=1,  # a client that leaves is seen: its query stops
                                connection_limit=threads + CONNECTION_HEADROOM)  # fmt: skip
-    except OSError as error:
+    except (OSError, ValueError) as error:  # ValueError: waitress cannot resolve the host
         _shut_down(app)
-        raise InvalidInput(
-            f"rsep: cannot listen on {args.host}:{args.port}: {error.strerror or error}"
-        ) from None
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise InvalidInput(f"rsep: cannot listen on {args.host}:{args.port}: {reason}") from None
     _stop_on_signals(lambda: _shut_down(app))
     url = _url(server)
     ready = time.monotonic() - began

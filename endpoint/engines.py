@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from flask import Flask, current_app
@@ -75,6 +75,9 @@ class Streaming:
     """The REGISTER STREAM queries whose evaluations ingest appends to the log."""
     ingest: Ingest
     """The one door of clients' events into the log (in order, or through the reorder buffer)."""
+    registrations: threading.Lock = field(default_factory=threading.Lock)
+    """Held from the check of `--max-queries` to the registration's creation, so concurrent
+    registrations cannot all pass the cap."""
 
     @property
     def ingest_lock(self) -> threading.Lock:

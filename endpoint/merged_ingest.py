@@ -24,6 +24,7 @@ from rsep.plugin import (
     LateEventError,
     MixedTimeError,
     Timestamp,
+    TooManyCloses,
     is_absolute_iri,
     parse_events,
 )
@@ -49,7 +50,7 @@ def ingest_merged() -> tuple[Response, int]:
         )
         try:
             submitted = service.ingest.submit(events)
-        except (LateEventError, MixedTimeError) as error:
+        except (LateEventError, MixedTimeError, TooManyCloses) as error:
             raise BadRequest(str(error), parameter="events") from None
     streams = sorted({stream for stream, _ in files})
     return jsonify({"streams": streams, **submitted_json(submitted)}), 202

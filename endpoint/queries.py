@@ -72,11 +72,13 @@ def register_text(text: str, options: dict[str, str]) -> tuple[Response, int, di
         line, column = (where.line, where.column) if where is not None else (None, None)
         raise BadRequest(error.message, parameter="query", line=line, column=column) from None
     produces = produced_stream(plan)
-    if produces is None:
-        query = _create(service, text, plan, start, options)
-    else:
-        assert isinstance(plan, WindowPlan)
-        query = _create_producer(service, text, plan, options)
+    with service.registrations:  # checked again: others may have registered while this compiled
+        check_query_count(len(service.registry.all()))
+        if produces is None:
+            query = _create(service, text, plan, start, options)
+        else:
+            assert isinstance(plan, WindowPlan)
+            query = _create_producer(service, text, plan, options)
     location = url_for("queries.read", query_id=query.id)
     body = {"id": query.id, "iri": query.iri, "dialect": query.dialect, "streams": list(query.streams),
             "start": query.start, "warnings": [*plan.warnings, *registration_warnings(plan)]}  # fmt: skip
@@ -176,6 +178,8 @@ def events(query_id: str) -> Response:
     stream = sse_stream(subscription, query.iri, service.heartbeat)
     response = Response(stream, status=200, content_type="text/event-stream", headers=SSE_HEADERS)
     response.call_on_close(give_back)
+    # also when the stream never starts (a HEAD: the subscription stayed, collecting matches)
+    response.call_on_close(subscription.close)
     return response
 
 
@@ -275,7 +279,7 @@ def _start(service: Streaming) -> int:
     head = service.log.next_position
     if given == "now":
         return head
-    if not given.isdigit() or int(given) > head:
+    if not (given.isascii() and given.isdigit()) or int(given) > head:  # `²` is a digit int() refuses
         raise BadRequest(f"expected now or a log position from 0 to {head}, got {given!r}", parameter="from")
     return int(given)
 

@@ -56,7 +56,10 @@ _DURATION = re.compile(
 
 def duration(text: str) -> float:
     """Seconds (`5`, `0.5`) or an xsd:dayTimeDuration (`PT5S`, `PT1M30S`, `P1DT2H`): a lateness
-    or a timeout, as the command line, the environment and the `max-lateness=` parameter give it."""
+    or a timeout, as the command line, the environment and the `max-lateness=` parameter give it:
+    ASCII digits only (float() and the regex's \\d also read `١` as 1, and float() `1_000`)."""
+    if not text.isascii() or "_" in text:
+        raise InvalidInput(f"expected seconds (5) or a duration (PT5S), got {text!r}")
     found = _DURATION.fullmatch(text.strip())
     if found is not None and any(found.groups()) and not text.strip().endswith("T"):
         days, hours, minutes, seconds = (float(part or 0) for part in found.groups())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from flask import Blueprint, Flask, Response, request
 
@@ -60,7 +61,25 @@ def direct(_path: str) -> Response:
     for name in ("graph", "default"):
         if name in request.args:
             raise BadRequest("a URL under /store/ names its own graph", parameter=name)
-    return _dispatch(Target(graph=request.base_url), media_type)
+    return _dispatch(Target(graph=_request_iri()), media_type)
+
+
+def _request_iri() -> str:
+    """The graph a direct URL names: the URL as the client wrote it, percent-encodings kept.
+    Werkzeug's `base_url` decodes the path and quotes back only some characters, so `x%3Cy` was
+    `x<y` (not an IRI: a 500), `x%2Fy` the graph of `x/y`, and `x%FFy` one with U+FFFD."""
+    raw = request.environ.get("REQUEST_URI") or request.environ.get("RAW_URI")
+    if not raw:
+        return request.base_url
+    path = (raw if raw.startswith("/") else urlsplit(raw).path).split("?", 1)[0]
+    try:
+        path = path.encode("latin-1").decode("utf-8")  # WSGI strings are bytes as latin-1
+    except UnicodeError:
+        raise BadRequest(f"the URL path {path!r} is not UTF-8", parameter="graph") from None
+    iri = request.host_url.rstrip("/") + path
+    if not is_absolute_iri(iri):
+        raise BadRequest(f"the URL {iri!r} is not an IRI that can name a graph", parameter="graph")
+    return iri
 
 
 def _dispatch(target: Target, media_type: str | None) -> Response:
@@ -112,6 +131,8 @@ def _graph_payloads(media_type: str) -> list[Payload]:
     if media_type == MULTIPART:
         for name in request.form:
             raise UnsupportedMediaType(f"multipart part {name!r} is not a file; send files of {kinds}")
+        if not request.files:  # also a body werkzeug cannot split (no boundary): it reads no part
+            raise BadRequest(f"missing: one or more files of {kinds} in the multipart body", parameter="body")
         return [_part_payload(name, kinds) for name in request.files]
     if media_type not in GRAPH_PAYLOAD_MEDIA_TYPES:
         raise UnsupportedMediaType(f"{media_type} holds a dataset; a graph is sent as {kinds}")

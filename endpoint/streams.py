@@ -35,6 +35,7 @@ from rsep.plugin import (
     MixedTimeError,
     Submitted,
     Timestamp,
+    TooManyCloses,
     parse_events,
     payload_timestamp_position,
 )
@@ -61,7 +62,7 @@ def ingest() -> tuple[Response, int]:
             submitted = service.ingest.submit(events, lateness)
         except DataError as error:
             raise BadRequest(error.message, parameter="body", line=error.line, column=error.column) from None
-        except LateEventError as error:
+        except (LateEventError, TooManyCloses) as error:
             raise BadRequest(str(error), parameter="body") from None
         except MixedTimeError as error:
             raise _mixed_kinds(error, data, arrival) from None

@@ -71,6 +71,7 @@ _MODULES = {
     "rsep.plugin.service.producers": (
         "ProducerError",
         "Producers",
+        "TooManyCloses",
         "produced_stream",
         "registration_warnings",
     ),
@@ -283,6 +284,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.service.producers import (
         Producers as Producers,
+    )
+    from rsep.plugin.service.producers import (
+        TooManyCloses as TooManyCloses,
     )
     from rsep.plugin.service.producers import (
         produced_stream as produced_stream,

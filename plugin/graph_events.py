@@ -32,6 +32,10 @@ _INTEGER_TYPES = frozenset(
     )
 )  # fmt: skip
 _NUMBER_TYPES = _INTEGER_TYPES | {XSD + "decimal", XSD + "double", XSD + "float"}
+MAX_NUMERIC_TIME = 1e300
+"""The largest magnitude of a number read as a time: windows count time in microseconds
+(`seconds * TICKS_PER_SECOND`, which overflows a double past about 1.8e302), so a larger time
+made a window query fail and a REGISTER STREAM producer answer every ingest with a 500."""
 _JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 """RFC 8259's number syntax."""
 
@@ -63,6 +67,8 @@ class Timestamp:
                 raise TimestampError(f"{lexical!r} is not a valid number") from error
             if not math.isfinite(seconds):
                 raise TimestampError(f"{lexical!r} is not a finite number")
+            if abs(seconds) > MAX_NUMERIC_TIME:
+                raise TimestampError(f"{lexical!r} is too large: rsep reads numbers up to 1e300 as times")
             return cls(seconds, lexical, True)
         raise TimestampError(
             f"a timestamp is an xsd:dateTime or a number, not a literal of type <{datatype}>"

@@ -184,14 +184,14 @@ class EventLog:
         check_kind(events, self.numeric)
         if not self.ordered:
             return
-        last = self.last_time
+        last = self._newest
         for event in events:
-            if last is not None and event.time.seconds < last:
+            if last is not None and event.time.seconds < last.seconds:
                 raise LateEventError(
-                    f"event {event.name} at {event.time.lexical} is older than the newest accepted event "
-                    "(events must arrive in timestamp order across all streams)"
+                    f"event {event.name} at {event.time.lexical} is older than the newest accepted event, "
+                    f"at {last.lexical} (events must arrive in timestamp order across all streams)"
                 )
-            last = event.time.seconds
+            last = event.time
 
     def _segment_for_append(self, first: int) -> Path:
         segments = self._segments()

@@ -103,6 +103,17 @@ class Runner(Protocol):
     @property
     def position(self) -> int: ...
 
+    @property
+    def backlog(self) -> bool:
+        """Work is left that a step without records does (a window query's evaluations are
+        made a bounded number per step)."""
+        ...
+
+    @property
+    def settled(self) -> int:
+        """The log position before which the query's results are complete (its progress)."""
+        ...
+
     def step(self, records: Sequence[LogRecord]) -> Sequence[ResultGraph]: ...
 
     def snapshot(self) -> bytes: ...

@@ -127,7 +127,7 @@ class Ingest:
         if self.buffer is None:
             return None
         try:
-            return self.buffer.release(self._append)
+            return self.buffer.release(self._release)
         except StorageFailure as error:
             logger.error("the log could not take released events (they stay held): %s", error)
             return None
@@ -135,12 +135,17 @@ class Ingest:
     def flush(self) -> Appended | None:
         """Release every held event, in time order (at start-up without an event-time policy:
         what an earlier run held is not lost). Raises what the log raises."""
-        return None if self.buffer is None else self.buffer.release(self._append, everything=True)
+        return None if self.buffer is None else self.buffer.release(self._release, everything=True)
 
-    def _append(self, events: Sequence[GraphEvent]) -> Appended:
-        appended = self.producers.append(events)
+    def _append(self, events: Sequence[GraphEvent], *, bounded: bool = True) -> Appended:
+        appended = self.producers.append(events, bounded=bounded)
         self.notify(appended.records)
         return appended
+
+    def _release(self, events: Sequence[GraphEvent]) -> Appended:
+        """Held events going to the log: acknowledged already, so no producer limit refuses them
+        (`Producers.append`'s `bounded`)."""
+        return self._append(events, bounded=False)
 
 
 def _late_message(late: list[GraphEvent], buffer: ReorderBuffer, total: int) -> str:

@@ -154,7 +154,7 @@ class InProcessEngine:
             return QueryProgress(self.slots.state(slot, self.running), *seen, slot.error)
         try:
             runner = slot.runner
-            position = runner.position if runner is not None else slot.query.start
+            position = runner.settled if runner is not None else slot.query.start
             events = runner.state.event_count if runner is not None else 0
             matches = runner.state.match_count if runner is not None else 0
         finally:
@@ -191,12 +191,14 @@ class InProcessEngine:
         return self.poll_interval
 
     def _run_once(self) -> bool:
-        """One batch for every query behind the log's end; True if any moved."""
+        """One batch for every query behind the log's end or with a backlog (a window query's
+        evaluations, made a bounded number per step, so that a long gap between events holds
+        neither every other query nor the memory of all its evaluations); True if any moved."""
         end = self.wiring.log.next_position
         by_position: dict[int, list[_Slot]] = defaultdict(list)
         for slot in self._healthy():
             assert slot.runner is not None
-            if slot.runner.position < end:
+            if slot.runner.position < end or slot.runner.backlog:
                 by_position[slot.runner.position].append(slot)
         moved = False
         for position, slots in sorted(by_position.items()):
@@ -225,12 +227,13 @@ class InProcessEngine:
                 slot.lock.acquire()
                 held.append(slot)
                 runner = slot.runner
-                if slot.removed or slot.error or runner is None or not records:
+                if slot.removed or slot.error or runner is None:
                     continue
-                if runner.position < records[0].position:
+                first = records[0].position if records else runner.position
+                if runner.position < first:
                     continue
-                todo = records[runner.position - records[0].position :]
-                if not todo:
+                todo = records[runner.position - first :]
+                if not todo and not runner.backlog:
                     continue
                 try:
                     stepped.append((slot, runner, runner.step(todo)))
@@ -249,7 +252,7 @@ class InProcessEngine:
                 mine = [g for g in graphs if id(g) in created]
                 runner.created(len(mine))
                 slot.dirty = True
-                slot.seen = (runner.position, runner.state.event_count, runner.state.match_count)
+                slot.seen = (runner.settled, runner.state.event_count, runner.state.match_count)
                 published.append((slot, mine))
         finally:
             for slot in held:

@@ -58,6 +58,18 @@ logger = logging.getLogger("rsep.service")
 
 _T = TypeVar("_T")
 
+MAX_DERIVED_CLOSES = 100_000
+"""The window closes one ingest request may make a producer evaluate. Each one is evaluated under
+the ingest lock and may derive an event of the request's record: an event of year 9999 after
+one of today, under a 1-second step, was 2.5e11 of them, and ingest (and DELETE of the
+producer) waited for ever while memory grew. A day under a 1-second step is 86,400."""
+
+
+class TooManyCloses(InvalidInput):
+    """A request whose time would make a producer evaluate more than `MAX_DERIVED_CLOSES`
+    closes: refused whole (nothing of it is stored), the producer going on."""
+
+
 READ_BATCH = 10_000
 """Log records a rebuilding producer takes at a time (it forgets what no later window holds)."""
 
@@ -114,10 +126,23 @@ class Producer:
     error: str | None = None
     stale: bool = True
     """Its runner must be rebuilt from the log (not built yet, or an append failed)."""
+    evaluated: int = 0
+    """Closes the request being appended has made it evaluate (`MAX_DERIVED_CLOSES`)."""
 
-    def derive(self, horizon: int) -> list[GraphEvent]:
-        """The events of the closes up to `horizon` (ticks) not evaluated yet."""
+    def derive(self, horizon: int, event: GraphEvent | None = None) -> list[GraphEvent]:
+        """The events of the closes up to `horizon` (ticks) not evaluated yet, which `event`
+        makes final (TooManyCloses past `MAX_DERIVED_CLOSES`; None: no limit)."""
         assert self.runner is not None
+        left = MAX_DERIVED_CLOSES - self.evaluated
+        count = self.runner.evaluation_times(horizon, left) if event is not None else 0
+        self.evaluated += count
+        if event is not None and count > left:
+            raise TooManyCloses(
+                f"event {event.name} at {event.time.lexical} would make the REGISTER STREAM query "
+                f"{self.query.id} (producing <{self.stream}>) evaluate more than {MAX_DERIVED_CLOSES:,} "
+                "window closes in one request, each one an event of it: post events in between "
+                "(on any stream: a close is final once a later event arrives), or unregister the query"
+            )
         numeric = self.runner.state.numeric
         return [
             evaluation_event(self.stream, e.time, numeric, e.answer.triples)
@@ -228,10 +253,12 @@ class Producers:
 
     # ------------------------------------------------------------------ ingest
 
-    def append(self, events: Sequence[GraphEvent]) -> Appended:
+    def append(self, events: Sequence[GraphEvent], *, bounded: bool = True) -> Appended:
         """Append a request's events to the log, each time group preceded by the events the
         producers derive at the closes it makes final, in ONE fsynced record. Raises what
-        `EventLog.append` raises (OutOfOrderError), before anything is evaluated or stored."""
+        `EventLog.append` raises (OutOfOrderError), before anything is evaluated or stored, and
+        TooManyCloses, storing nothing, if `bounded` (not for events a reorder buffer releases:
+        they were acknowledged when it took them)."""
         with self._lock:
             self.log.check_order(events)
             self._rebuild_stale()
@@ -239,7 +266,12 @@ class Producers:
             if not active or not events:
                 return _appended(self.log.append(events), [(event, False) for event in events])
             head = self.log.next_position
-            sequence = self._derive(active, events, head)
+            try:
+                sequence = self._derive(active, events, head, bounded)
+            except TooManyCloses:
+                for producer in active:  # their windows hold events of a request refused
+                    producer.stale = True
+                raise
             try:
                 positions = self.log.append([event for event, _ in sequence])
             except BaseException:
@@ -253,33 +285,38 @@ class Producers:
             return _appended(positions, sequence)
 
     def _derive(
-        self, active: list[Producer], events: Sequence[GraphEvent], head: int
+        self, active: list[Producer], events: Sequence[GraphEvent], head: int, bounded: bool
     ) -> list[tuple[GraphEvent, bool]]:
         """The request's events with the derived ones before each time group, flagged True.
         The producers read them under the position `head`, a lower bound of where they go."""
         sequence: list[tuple[GraphEvent, bool]] = []
+        for producer in active:
+            producer.evaluated = 0
         last = self.log.last_time
         for ticks, group in groupby(events, key=lambda e: to_ticks(e.time.seconds)):
-            derived = self._closes_before(active, ticks, head)
+            clients = list(group)
+            derived = self._closes_before(active, ticks, head, clients[0] if bounded else None)
             for event in derived:
                 event = _not_before(event, last)
                 sequence.append((event, True))
                 last = event.time.seconds
-            clients = list(group)
-            sequence.extend((event, False) for event in clients)
+            sequence.extend((client, False) for client in clients)
             last = clients[-1].time.seconds
             self._take(active, clients, head)
         return sequence
 
-    def _closes_before(self, active: list[Producer], ticks: int, head: int) -> list[GraphEvent]:
-        """Every producer's events of its closes before `ticks`, in dependency order, each fed the
-        events of the producers before it first; merged by time (upstream first at one time)."""
+    def _closes_before(
+        self, active: list[Producer], ticks: int, head: int, event: GraphEvent | None
+    ) -> list[GraphEvent]:
+        """Every producer's events of its closes before `ticks` (`event`'s time; None: no limit
+        on their number), in dependency order, each fed the events of the producers before it
+        first; merged by time (upstream first at one time)."""
         derived: list[tuple[int, int, GraphEvent]] = []
         for rank, producer in enumerate(active):
-            self._take([producer], [event for *_, event in sorted(derived, key=_time_rank)], head)
-            made = self._attempt(producer, producer.derive, ticks - 1) if producer.error is None else None
-            derived.extend((to_ticks(event.time.seconds), rank, event) for event in made or ())
-        return [event for *_, event in sorted(derived, key=_time_rank)]
+            self._take([producer], [one for *_, one in sorted(derived, key=_time_rank)], head)
+            made = None if producer.error else self._attempt(producer, producer.derive, ticks - 1, event)
+            derived.extend((to_ticks(one.time.seconds), rank, one) for one in made or ())
+        return [one for *_, one in sorted(derived, key=_time_rank)]
 
     def _take(self, producers: Iterable[Producer], events: Sequence[GraphEvent], position: int) -> None:
         """Read events into the windows of the producers still producing."""
@@ -295,6 +332,8 @@ class Producers:
         request and the other producers go on: None then."""
         try:
             return step(*args)
+        except TooManyCloses:
+            raise
         except Exception as error:
             self._fail(producer, error)
             return None

@@ -121,6 +121,13 @@ class QueryRunner:
     def position(self) -> int:
         return self.state.position
 
+    backlog = False
+    """A step does all the work its records make (`Runner.backlog`)."""
+
+    @property
+    def settled(self) -> int:
+        return self.state.position
+
     def snapshot(self) -> bytes:
         return dump_state(self.state, self.plan.automaton)
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import islice
 from typing import Any
 
 from rsep.plugin.algebra.events import ReportPolicy
@@ -56,6 +57,12 @@ from rsep.plugin.windows.window_replay import (
     WindowEvaluator,
     WindowReplay,
 )
+
+MAX_EVALUATIONS_PER_STEP = 1000
+"""The window closes one step evaluates at most; the rest wait for the next steps (`backlog`).
+A long gap between events makes every close in it final at once (a `COUNT` answers each, over
+empty windows): 12 days under a 5-second step is 200,000 evaluations, which one step held in
+memory with their graphs (5 GB and growing) while every other query waited for it."""
 
 
 @dataclass(slots=True)
@@ -128,6 +135,8 @@ class WindowRunner:
         self._streams = {iri: _Stream() for iri in plan.streams}
         self._pending: list[tuple[int, int]] = []
         """Content change: (time, log position of its first event) of the event times after `done`."""
+        self.backlog = False
+        """Final evaluation times are left for the next steps (`MAX_EVALUATIONS_PER_STEP`)."""
 
     @classmethod
     def restore(
@@ -147,6 +156,12 @@ class WindowRunner:
     def position(self) -> int:
         return self.state.position
 
+    @property
+    def settled(self) -> int:
+        """The log position before which every evaluation is made: with a backlog, the last
+        record read is not done with (its time made the closes of the backlog final)."""
+        return self.state.position - 1 if self.backlog else self.state.position
+
     def snapshot(self) -> bytes:
         """The state, with `position` moved back to the oldest record a later evaluation needs."""
         kept = [s.items[0].event for s in self._streams.values() if s.items]
@@ -162,15 +177,18 @@ class WindowRunner:
 
     def step(self, records: Sequence[LogRecord]) -> list[EvaluationGraph]:
         """Consume consecutive log records from `position`; returns the graphs of the evaluations
-        that became final, in time order (after a restore, some may have been returned before)."""
-        if not records:
+        that became final, in time order (after a restore, some may have been returned before);
+        at most `MAX_EVALUATIONS_PER_STEP` of them: with a `backlog`, a step without records
+        evaluates the next ones."""
+        if not records and not self.backlog:
             return []
         state = self.state
-        if records[0].position != state.position:
-            raise ValueError(f"expected log position {state.position}, got {records[0].position}")
-        self.take(records)
-        state.position = records[-1].position + 1
-        state.read_to = max(state.read_to, state.position)
+        if records:
+            if records[0].position != state.position:
+                raise ValueError(f"expected log position {state.position}, got {records[0].position}")
+            self.take(records)
+            state.position = records[-1].position + 1
+            state.read_to = max(state.read_to, state.position)
         evaluations = self._evaluate()
         self._forget()
         return self._graphs(evaluations)
@@ -246,11 +264,13 @@ class WindowRunner:
             if state.end is None:
                 return []
             horizon = min(horizon, state.end)
-        return self._evaluate_to(horizon)
+        return self._evaluate_to(horizon, MAX_EVALUATIONS_PER_STEP)
 
-    def _evaluate_to(self, horizon: int) -> list[Evaluation]:
-        """The evaluation times in (done, horizon], from the query's first event on."""
+    def _evaluate_to(self, horizon: int, limit: int | None = None) -> list[Evaluation]:
+        """The evaluation times in (done, horizon], from the query's first event on; under window
+        close, the first `limit` of them (the rest are the `backlog`)."""
         state = self.state
+        self.backlog = False
         if state.first is None:
             return []
         low = state.first if state.done is None else max(state.first, state.done + 1)
@@ -258,12 +278,15 @@ class WindowRunner:
             return []
         schedule: Schedule
         if self.plan.report is ReportPolicy.WINDOW_CLOSE:
-            windows = [(spec.window, self._streams[spec.stream].times) for spec in self.plan.windows]
-            t0 = state.first if state.t0 is None else min(state.t0, state.first)  # a legacy state's t0
-            schedule = WindowClose(windows, low, horizon, t0=t0)
+            schedule = self._closes(low, horizon)
             if next(schedule.points(low, horizon + 1), None) is None:  # no close passed: skip the cuts
                 state.done = horizon
                 return []
+            if limit is not None:
+                cut = next(islice(schedule.points(low, horizon + 1), limit - 1, None), None)
+                if cut is not None and cut < horizon:
+                    horizon, self.backlog = cut, True
+                    schedule = self._closes(low, horizon)
         else:
             schedule = ContentChange(t for t, _ in self._pending if t <= horizon)
             self._pending = [p for p in self._pending if p[0] > horizon]
@@ -271,6 +294,28 @@ class WindowRunner:
         evaluations = self.replay.evaluate(schedule, contents, state.first)
         state.done = horizon
         return evaluations
+
+    def _closes(self, low: int, horizon: int) -> WindowClose:
+        """Window close's evaluation times in [low, horizon]."""
+        state = self.state
+        assert state.first is not None
+        windows = [(spec.window, self._streams[spec.stream].times) for spec in self.plan.windows]
+        t0 = state.first if state.t0 is None else min(state.t0, state.first)  # a legacy state's t0
+        return WindowClose(windows, low, horizon, t0=t0)
+
+    def evaluation_times(self, horizon: int, limit: int) -> int:
+        """How many evaluation times `advance(horizon)` would evaluate, counted up to `limit` + 1
+        (a producer refuses a request that would make it derive more,
+        rsep.plugin.service.producers)."""
+        state = self.state
+        if state.first is None:
+            return 0
+        low = state.first if state.done is None else max(state.first, state.done + 1)
+        if horizon < low:
+            return 0
+        if self.plan.report is ReportPolicy.WINDOW_CLOSE:
+            return sum(1 for _ in islice(self._closes(low, horizon).points(low, horizon + 1), limit + 1))
+        return sum(1 for t, _ in self._pending if t <= horizon)
 
     def _forget(self) -> None:
         """Drop the items that no window can hold at a time after `done`."""

@@ -48,6 +48,7 @@ from rsep.plugin.store.rdfio import (
     DataError,
     located,
     located_stamp,
+    read_error,
     syntax_error,
 )
 from rsep.plugin.vocabulary import PROV_GENERATED_AT, PROV_STARTED_AT
@@ -83,7 +84,7 @@ def stream_event_file(
     except SyntaxError as error:
         raise syntax_error(str(path), error) from None
     except OSError as error:
-        raise DataError(str(path), f"cannot read the file: {error.strerror}") from None
+        raise read_error(str(path), error) from None
     yield from reader.finish()
 
 

@@ -109,6 +109,13 @@ def syntax_error(source: str, error: SyntaxError) -> DataError:
     return DataError(source, _syntax_message(error), line, column)
 
 
+def read_error(source: str, error: OSError) -> DataError:
+    """A file that cannot be read, with the system's reason: pyoxigraph's OSErrors carry no
+    `strerror`, only a message such as `No such file or directory (os error 2)`."""
+    reason = error.strerror or re.sub(r" \(os error \d+\)$", "", str(error))
+    return DataError(source, f"cannot read the file: {reason}")
+
+
 def _syntax_message(error: SyntaxError) -> str:
     text = str(error.args[0]) if error.args else str(error)
     return re.sub(r"^Parser error at line \d+ (?:between columns \d+ and \d+|column \d+): ", "", text)
@@ -191,7 +198,7 @@ def load_into(store: ox.Store, path: Path, *, graph: str | None = None) -> int:
     try:
         data = path.read_bytes()
     except OSError as error:
-        raise DataError(str(path), f"cannot read the file: {error.strerror}") from None
+        raise read_error(str(path), error) from None
     try:
         quads = list(ox.parse(data, format=fmt, base_iri=path.resolve().as_uri()))
     except SyntaxError as error:

@@ -131,6 +131,44 @@ def test_a_missing_kb_file_gives_the_reason(tmp_path, capsys):
     )
 
 
+def test_a_time_too_large_for_the_windows_is_refused_at_its_triple(tmp_path, capsys):
+    """Windows count microseconds: 1e308 seconds overflowed them (an OverflowError traceback from
+    a window query)."""
+    events, query = tmp_path / "huge.trig", tmp_path / "count.rq"
+    events.write_text(
+        "@prefix : <http://example.org/fig1/> .\n@prefix prov: <http://www.w3.org/ns/prov#> .\n"
+        ":g1 { :a1 a :A . }\n:g1 prov:generatedAtTime 1 .\n"
+        ":g2 { :b1 a :B . }\n:g2 prov:generatedAtTime 1e308 .\n",
+        encoding="utf-8",
+    )
+    query.write_text(
+        f"REGISTER QUERY c AS\nSELECT (COUNT(?x) AS ?n)\nFROM STREAM <{FIG1_STREAM}> [RANGE 10s STEP 5s]\n"
+        "WHERE { ?x a ?type }\n",
+        encoding="utf-8",
+    )
+    code = main(["run", str(query), "--stream", f"{FIG1_STREAM}={events}", "--engine", "inprocess"])
+    captured = capsys.readouterr()
+    too_large = "'1e308' is too large: rsep reads numbers up to 1e300 as times"
+    expected = rf"{re.escape(str(events))}:6:1: bad timestamp .*g2.*{too_large}"
+    assert_failure(Outcome(code, captured.out, captured.err), expected)
+
+
+@pytest.mark.parametrize("make", [lambda path: None, lambda path: path.mkdir()], ids=["missing", "a folder"])
+def test_an_event_file_that_cannot_be_read_gives_the_reason(tmp_path, capsys, make):
+    """pyoxigraph's OSError has no strerror: the message said `cannot read the file: None`."""
+    events = tmp_path / "events.trig"
+    make(events)
+    code = main(
+        ["run", str(FIG1 / "query.rq"), "--stream", f"{FIG1_STREAM}={events}", "--engine", "inprocess"]
+    )
+    captured = capsys.readouterr()
+    reason = "No such file or directory" if not events.exists() else "Is a directory"
+    assert_failure(
+        Outcome(code, captured.out, captured.err),
+        rf"{re.escape(str(events))}: cannot read the file: {reason}",
+    )
+
+
 def test_a_bad_timestamp_points_at_its_triple_not_at_the_graph(tmp_path, capsys):
     events = tmp_path / "bad.trig"
     events.write_text(

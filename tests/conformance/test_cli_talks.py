@@ -175,6 +175,22 @@ def test_a_pace_must_be_a_positive_number(flag: str) -> None:
     assert done.stderr == f"rsep post: argument {flag}: expected a number above 0, got '0'\n"
 
 
+@pytest.mark.parametrize(
+    "url", ["notaurl", "127.0.0.1:7878", "http://[::1", "ftp://127.0.0.1/", "http:///x", "http://h:port/",
+            "http://127.0.0.1:7878/?x=1", "http://127.0.0.1:7878/#top"],
+)  # fmt: skip
+def test_the_endpoint_must_be_an_http_url(url: str) -> None:
+    """A URL urllib cannot open was a ValueError traceback (`unknown url type`, `Invalid IPv6
+    URL`); one with a query or a fragment was posted to as `...?x=1/streams?stream=...`."""
+    done = subprocess.run([*RSEP, "post", url, f"--stream={S1}=x.nq"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    expected = "rsep post: argument URL: expected the endpoint's http(s) URL, e.g. http://127.0.0.1:7878/, "
+    expected += f"got {url!r}"
+    assert done.stderr.startswith(expected), done.stderr
+    assert "Traceback" not in done.stderr
+
+
 class Recorder(io.StringIO):
     """stdout that notes, at each flush, how many evaluations had been computed then."""
 

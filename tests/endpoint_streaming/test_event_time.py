@@ -221,8 +221,14 @@ SELECT ?g ?name ?t ?w ?o WHERE {
 
 @pytest.mark.parametrize(
     ("options", "given", "said"),
-    [({}, "5", "--max-lateness"), ({"RSEP_MAX_LATENESS": 1.0}, "soon", "max-lateness")],
-    ids=["without a policy", "not a duration"],
+    [
+        ({}, "5", "--max-lateness"),
+        ({"RSEP_MAX_LATENESS": 1.0}, "soon", "max-lateness"),
+        ({"RSEP_MAX_LATENESS": 1.0}, "%D9%A1", "max-lateness"),
+        ({"RSEP_MAX_LATENESS": 1.0}, "PT%D9%A1S", "max-lateness"),
+        ({"RSEP_MAX_LATENESS": 1.0}, "1_000", "max-lateness"),
+    ],
+    ids=["without a policy", "not a duration", "an Arabic-Indic digit", "one in a duration", "an underscore"],
 )
 def test_a_per_request_lateness_is_refused_without_a_policy_or_a_duration(
     make_app, options, given, said

@@ -102,6 +102,24 @@ def test_a_bad_flag_is_one_line_and_exit_2(tmp_path) -> None:
     )
 
 
+@pytest.mark.parametrize("port", ["99999", "-1", "65536", "http"])
+def test_a_port_outside_0_to_65535_is_exit_2(tmp_path, port: str) -> None:
+    """99999 was served on 34463 (99999 modulo 65536, what the socket took); -1 was a ValueError
+    traceback, exit 1."""
+    done = rsep_serve("--data", str(tmp_path / "data"), "--engine", "inprocess", "--port", port, env={})
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr == f"rsep serve: argument --port: expected a port from 0 to 65535, got {port!r}\n"
+
+
+def test_a_host_that_is_no_address_is_exit_2_naming_it(tmp_path) -> None:
+    """Waitress's ValueError (`Invalid host/port specified.`) was a traceback, exit 1."""
+    done = rsep_serve("--data", str(tmp_path / "data"), "--engine", "inprocess", "--host", "999.1.1.1",
+                      "--port", "0", env={})  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.startswith("rsep: cannot listen on 999.1.1.1:0: "), done.stderr
+    assert "Traceback" not in done.stderr
+
+
 @pytest.mark.e2e
 def test_serve_takes_its_engine_and_heartbeat_from_the_environment(tmp_path) -> None:
     """No flags: the in-process engine (no Spark in the checkpoints) and 0.2 s heartbeats."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,25 @@ def test_registered_queries_are_capped(small: Server) -> None:
         small, "POST", "/queries", QUERIES["any"].encode(), "application/sparql-query"
     )
     assert status == 403 and "--max-queries" in body, body
+
+
+def test_concurrent_registrations_do_not_pass_the_cap(tmp_path: Path) -> None:
+    """The count was checked before the query compiled and not when it was stored: 8 concurrent
+    registrations under --max-queries 3 all got 201."""
+    server = Server(tmp_path / "data", tmp_path / "server.log",
+                    options=("--engine", "inprocess", "--max-queries", "3"))  # fmt: skip
+    try:
+
+        def register(_: int) -> int:
+            body = QUERIES["any"].encode()
+            return http_exchange(server, "POST", "/queries", body, "application/sparql-query")[0]
+
+        with ThreadPoolExecutor(8) as pool:
+            statuses = sorted(pool.map(register, range(8)))
+        assert statuses == [201] * 3 + [403] * 5
+        assert len(server.get("/queries")["queries"]) == 3
+    finally:
+        server.terminate()
 
 
 def test_a_literal_past_the_parsers_buffer_is_400_not_500(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """Any timestamp ingest accepts keeps the server working (issue 15, item 2): dateTimes outside
-years 1-9999 in UTC are refused at their triple; numbers of any size (epoch milliseconds) are
-accepted as numbers; a log already holding a time past the range (written before this check)
-does not wedge ingest after a restart."""
+years 1-9999 in UTC are refused at their triple; numbers up to 1e300 (epoch milliseconds) are
+accepted as numbers, larger ones (which the windows' microseconds overflow) refused; a log
+already holding a time past the range (written before this check) does not wedge ingest after a
+restart."""
 
 from __future__ import annotations
 
@@ -64,6 +65,33 @@ def test_epoch_milliseconds_are_numbers_and_ingest_survives_them_and_a_restart(t
         assert _post(again, _event("e5", f'"1764170000125"^^<{XSD}integer>'))[0] == 202
     finally:
         again.terminate()
+
+
+PRODUCER = f"""REGISTER STREAM <http://example.org/counts> AS
+CONSTRUCT {{ <http://example.org/x> <http://example.org/n> ?n }}
+FROM STREAM <{STREAM}> [RANGE 10s STEP 5s]
+WHERE {{ {{ SELECT (COUNT(?e) AS ?n) WHERE {{ ?e <http://example.org/p> ?o }} }} }}"""
+
+
+@pytest.mark.parametrize("time", ["1e308", "-1e301", "1.0e301"])
+def test_a_number_too_large_for_the_windows_is_400_at_the_triple(tmp_path: Path, time: str) -> None:
+    """Windows count microseconds: with a REGISTER STREAM producer, 1e308 was a 500 (an
+    OverflowError deriving its closes), and so was every later request at that time."""
+    server = Server(tmp_path / "data", tmp_path / "log")
+    try:
+        status, body = http_exchange(
+            server, "POST", "/queries", PRODUCER.encode(), "application/sparql-query"
+        )
+        assert status == 201, body
+        assert _post(server, _event("e1", f'"1"^^<{XSD}integer>'))[0] == 202
+        status, body = _post(server, _event("e2", f'"{time}"^^<{XSD}double>'))
+        assert status == 400, body
+        assert body.startswith("body:2:1: ") and "too large: rsep reads numbers up to 1e300" in body, body
+        status, body = _post(server, _event("e3", f'"2"^^<{XSD}integer>'))
+        assert status == 202, body
+        assert server.get("/health")["failed_queries"] == []
+    finally:
+        server.terminate()
 
 
 def test_a_log_holding_a_time_past_year_9999_does_not_wedge_ingest(tmp_path: Path) -> None:
