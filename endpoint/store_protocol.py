@@ -13,6 +13,8 @@ written, so a bad one changes nothing) and existence (404).
 
 from __future__ import annotations
 
+import re
+import string
 import uuid
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -65,8 +67,10 @@ def direct(_path: str) -> Response:
 
 
 def _request_iri() -> str:
-    """The graph a direct URL names: the URL as the client wrote it, percent-encodings kept.
-    Werkzeug's `base_url` decodes the path and quotes back only some characters, so `x%3Cy` was
+    """The graph a direct URL names: the request's URL as an IRI (RFC 3987 §3.2). An escape of
+    an unreserved character or of a UTF-8 encoded non-ASCII one stands for it (`caf%C3%A9` is
+    `café`: a client can only send that IRI escaped); every other escape is kept as written.
+    Werkzeug's `base_url` decoded them all and quoted back only some characters, so `x%3Cy` was
     `x<y` (not an IRI: a 500), `x%2Fy` the graph of `x/y`, and `x%FFy` one with U+FFFD."""
     raw = request.environ.get("REQUEST_URI") or request.environ.get("RAW_URI")
     if not raw:
@@ -76,10 +80,58 @@ def _request_iri() -> str:
         path = path.encode("latin-1").decode("utf-8")  # WSGI strings are bytes as latin-1
     except UnicodeError:
         raise BadRequest(f"the URL path {path!r} is not UTF-8", parameter="graph") from None
-    iri = request.host_url.rstrip("/") + path
+    iri = request.host_url.rstrip("/") + _ESCAPES.sub(_unescaped, path)
     if not is_absolute_iri(iri):
         raise BadRequest(f"the URL {iri!r} is not an IRI that can name a graph", parameter="graph")
     return iri
+
+
+_ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+_UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
+
+
+def _unescaped(run: re.Match[str]) -> str:
+    """A run of escapes with those of unreserved and non-ASCII characters decoded."""
+    escapes = run.group()
+    octets = bytes.fromhex(escapes.replace("%", ""))
+    out, index = [], 0
+    while index < len(octets):
+        character = _utf8_character(octets, index)
+        if character in _UNRESERVED or (
+            len(character) == 1 and ord(character) > 0x7F and _is_iri_character(character)
+        ):
+            out.append(character)
+            index += len(character.encode("utf-8"))
+        else:
+            out.append(escapes[3 * index : 3 * index + 3])
+            index += 1
+    return "".join(out)
+
+
+def _utf8_character(octets: bytes, index: int) -> str:
+    """The character whose UTF-8 encoding starts at `index`, or "" where none does."""
+    for size in range(1, 5):
+        try:
+            return octets[index : index + size].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return ""
+
+
+def _is_iri_character(character: str) -> bool:
+    """RFC 3987's ucschar: the non-ASCII characters an IRI may hold unescaped (not the private
+    use areas, which only a query may hold, nor surrogates, noncharacters or bidi controls)."""
+    code = ord(character)
+    return code not in _BIDI_CONTROLS and any(low <= code <= high for low, high in _UCSCHAR)
+
+
+_UCSCHAR = (
+    (0xA0, 0xD7FF), (0xF900, 0xFDCF), (0xFDF0, 0xFFEF), (0x10000, 0x1FFFD), (0x20000, 0x2FFFD),
+    (0x30000, 0x3FFFD), (0x40000, 0x4FFFD), (0x50000, 0x5FFFD), (0x60000, 0x6FFFD), (0x70000, 0x7FFFD),
+    (0x80000, 0x8FFFD), (0x90000, 0x9FFFD), (0xA0000, 0xAFFFD), (0xB0000, 0xBFFFD), (0xC0000, 0xCFFFD),
+    (0xD0000, 0xDFFFD), (0xE1000, 0xEFFFD),
+)  # fmt: skip
+_BIDI_CONTROLS = frozenset((0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E))
 
 
 def _dispatch(target: Target, media_type: str | None) -> Response:

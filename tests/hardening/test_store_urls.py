@@ -24,7 +24,7 @@ def _graphs(server: Server) -> set[str]:
 
 
 @pytest.mark.parametrize("path", ["x%3Cy", "x%3Ey", "x%22y", "x%7By%7D", "x%7Cy", "x%5Cy", "x%5Ey", "x%60y",
-                                  "x%FFy", "caf%C3%A9"])  # fmt: skip
+                                  "x%FFy", "x%C3y", "x%20y", "x%E2%80%8Fy"])  # fmt: skip
 def test_a_percent_encoded_path_names_the_graph_as_written(server: Server, path: str) -> None:
     status, body = http_exchange(server, "PUT", f"/store/{path}", TRIPLE, NTRIPLES)
     assert status == 201, body
@@ -32,6 +32,24 @@ def test_a_percent_encoded_path_names_the_graph_as_written(server: Server, path:
     assert status == 200 and body == TRIPLE.decode(), body
     assert f"{server.base}/store/{path}" in _graphs(server)
     assert http_exchange(server, "DELETE", f"/store/{path}")[0] == 204
+
+
+@pytest.mark.parametrize(
+    ("path", "iri"),
+    [("caf%C3%A9", "café"), ("caf%c3%a9", "café"), ("%7Euser%2Dx", "~user-x"), ("%F0%9F%98%80", "\U0001f600"),
+     ("a%C3%A9%2Fb", "aé%2Fb")],
+)  # fmt: skip
+def test_an_escaped_iri_character_is_that_character(server: Server, path: str, iri: str) -> None:
+    """RFC 3987 §3.2: a client can only send the IRI .../café escaped, and it names the graph
+    .../café, as it did before escapes were kept, however its escapes are spelt."""
+    status, body = http_exchange(server, "PUT", f"/store/{path}", TRIPLE, NTRIPLES)
+    assert status == 201, body
+    assert f"{server.base}/store/{iri}" in _graphs(server)
+    quoted = urllib.parse.quote(iri, safe="%")
+    status, body = http_exchange(server, "GET", f"/store/{quoted}", headers={"Accept": NTRIPLES})
+    assert status == 200 and body == TRIPLE.decode(), body
+    assert http_exchange(server, "DELETE", f"/store/{path}")[0] == 204
+    assert f"{server.base}/store/{iri}" not in _graphs(server)
 
 
 def test_an_encoded_slash_is_not_a_slash(server: Server) -> None:
