@@ -188,6 +188,7 @@ def detect(
 
 
 def _detect(text: str, dialects: Iterable[DialectSpec], *, source: str, base_iri: str | None) -> Detection:
+    """`detect` once its bounds are checked, with the collector paused for a large text."""
     readings = [read(dialect, text) for dialect in dialects]
     strongest = max((r.claim for r in readings if r.claim is not None), default=None)
     if strongest is None:

@@ -127,6 +127,7 @@ def _pass_unit_reductions(parser: Lark) -> None:
 
 def _passing_one_child(reduce: Callable[[list[Any]], Any]) -> Callable[[list[Any]], Any]:
     def passing(children: list[Any]) -> Any:
+        """lark's reduction of the rule, without it when there is one child to pass on."""
         return children[0] if len(children) == 1 else reduce(children)
 
     return passing

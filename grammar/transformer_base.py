@@ -80,8 +80,12 @@ class TransformerBase(Transformer_NonRecursive):  # type: ignore[type-arg]
 
     def transform(self, tree: Tree[Token]) -> Any:
         self._tree, self._anon_prefix = tree, None
-        result = super().transform(tree)
-        self.check_whole_tree()
+        try:
+            result = super().transform(tree)
+            self.check_whole_tree()
+        finally:  # the table's bound methods refer back to self: no cycle keeps the tree alive
+            self._tree = None
+            self._imported.clear()
         return result
 
     def check_whole_tree(self) -> None:
@@ -96,6 +100,8 @@ class TransformerBase(Transformer_NonRecursive):  # type: ignore[type-arg]
         return rule(children, meta)
 
     def _imported_rule(self, data: str) -> Callable[[list[Any], Meta], Any]:
+        """How `__default__` builds a `data` node: the rule method of its base name, called as
+        lark calls its own (with `@v_args` wrappers), or a plain tree."""
         base = data.rsplit("__", 1)[-1]
         method = getattr(self, base, None) if base != data else None
         if not callable(method):
