@@ -5,15 +5,16 @@ Each revision runs as its own process through the command line, the one interfac
 revision shares (module names and internals move between revisions; the command line does not):
 the other revision's files are unpacked into a temporary folder (`git archive`, nothing is
 written into the repository) and put first on `PYTHONPATH`, with this checkout's virtualenv for
-the dependencies. The workloads are bench/common.py's (credit card and stock V-shape), written
-as TriG and query files into the temporary folder. Every pair of runs must print the same
-matches, byte for byte (a difference aborts the benchmark); the table gives events/s of both
-(wall clock and CPU time of the process, start-up included, the best of `--repeat` runs) and
-their ratio.
+the dependencies. The workloads are bench/common.py's (credit card, stock V-shape, windowed
+EP-SPARQL pairs), written as TriG and query files into the temporary folder. Every pair of runs
+must print the same matches, byte for byte (a difference aborts the benchmark); the table gives
+events/s of both (wall clock and CPU time of the process, start-up included, the best of
+`--repeat` runs) and their ratio.
 
     .venv/bin/python -m bench.bench_revisions                 # against 98c4f77, about 5 minutes
     .venv/bin/python -m bench.bench_revisions --rev HEAD~3 --repeat 5
     .venv/bin/python -m bench.bench_revisions --quick         # small sizes: checks the script
+    .venv/bin/python -m bench.bench_revisions --rev HEAD~1 --only EP-SPARQL
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.common import REPO, Workload, credit_card, stock
+from bench.common import REPO, Workload, credit_card, stock, windowed_pairs
 
 DEFAULT_REV = "98c4f77"
 """The last commit before the architecture work of issue 11."""
@@ -107,8 +108,14 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=3, help="runs per tree and case, taking turns")
     parser.add_argument("--quick", action="store_true", help="small workloads: checks the script")
+    parser.add_argument("--only", help="run the workloads whose name holds this text")
     args = parser.parse_args()
-    workloads = [credit_card(2000), stock(20, 200)] if args.quick else [credit_card(), stock()]
+    workloads = (
+        [credit_card(2000), stock(20, 200), windowed_pairs(2000)]
+        if args.quick
+        else [credit_card(), stock(), windowed_pairs()]
+    )
+    workloads = [w for w in workloads if args.only is None or args.only in w.name]
     with tempfile.TemporaryDirectory(prefix="rsep-bench-revisions-") as temp:
         folder = Path(temp)
         other = unpack(args.rev, folder / "other")

@@ -182,6 +182,38 @@ def stock(companies: int = 20, ticks: int = 2500, seed: int = 4, tick_seconds: f
     )
 
 
+PAIRS_STREAM = "http://example.org/bench/stream"
+_PAIRS_QUERY = """\
+PREFIX b: <http://example.org/bench#>
+PREFIX xsd: <http://www.w3.org/2001/XMLSchema#>
+SELECT ?k ?a ?b WHERE
+{ ?a b:opens ?k ; b:group "g5" }
+SEQ { ?b b:closes ?k }
+FILTER ( getDURATION() < "PT10S"^^xsd:duration )
+"""
+
+
+def windowed_pairs(pairs: int = 20_000, groups: int = 200, rate: float = 1_000.0) -> Workload:
+    """bench_soak's EP-SPARQL shape: `pairs` events opening a key in group j mod `groups`, each
+    followed by one closing it, `rate` events a second; the query's first operand is a join of
+    two triple patterns under a 10-second getDURATION window (its memory holds some 10 seconds
+    of openings), and it matches the pairs of one group."""
+    b = "http://example.org/bench#"
+    events = []
+    for j in range(pairs):
+        opening = (f"<urn:a{j}> <{b}opens> <urn:k{j}> .", f'<urn:a{j}> <{b}group> "g{j % groups}" .')
+        events.append((2 * j / rate, opening))
+        events.append(((2 * j + 1) / rate, (f"<urn:b{j}> <{b}closes> <urn:k{j}> .",)))
+    return Workload(
+        name="windowed EP-SPARQL pairs",
+        stream=PAIRS_STREAM,
+        trig=_trig(events),
+        events=len(events),
+        queries={"{A} SEQ {B} within 10 s": _PAIRS_QUERY},
+        note=f"{pairs} open/close pairs, {rate:g} events/s, {groups} groups; a 10 s window",
+    )
+
+
 def compile_text(text: str, keyed: bool = True) -> QueryPlan:
     """The query's plan (`rsep.compiler`), without its partition key when not `keyed`."""
     plan = compiler.compile_text(text, source="<bench>")

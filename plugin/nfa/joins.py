@@ -12,6 +12,7 @@ the variables they share with the mapping joined so far (a hash join,
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator, Mapping, Sequence
 
 from rsep.plugin.nfa.automaton import JoinAtom
@@ -69,16 +70,26 @@ def joined_events(taken: Sequence[Occurrence], time: float) -> tuple[int, ...]:
 
 
 def expire(memory: list[Occurrence], horizon: float) -> tuple[list[Occurrence], bool]:
-    """`memory` without the occurrences that start before `horizon`, and whether some are
-    left: in a memory big enough to be indexed they are dropped once they are a quarter of
-    it, so that the list, and the index over it, is not rebuilt at every timestamp; lookups
-    skip them meanwhile (`new_joins`)."""
-    expired = sum(1 for occurrence in memory if occurrence[3] < horizon)
-    if not expired:
-        return memory, False
-    if len(memory) < JOIN_INDEX_FROM or 4 * expired >= len(memory):
+    """`memory` without the occurrences that start before `horizon`, and whether some may be
+    left. A memory small enough to be scanned (`JOIN_INDEX_FROM`) is filtered at once. A larger
+    one is not scanned at every timestamp (that scan was half of a server's processor time with
+    a few windowed EP-SPARQL queries, bench/README.md): the list holds occurrences in the order
+    of their ends (each timestamp appends its own, and pruning keeps the order), so those that
+    ended before `horizon`, and so started before it, are a prefix that a binary search counts;
+    once they are a quarter of the list it is rebuilt, and meanwhile lookups skip whatever
+    started before `horizon` (`new_joins`). The runtime's `forget`, at each step's end, drops
+    the rest (`plugin/nfa/memory.py`)."""
+    if len(memory) < JOIN_INDEX_FROM:
+        kept = [occurrence for occurrence in memory if occurrence[3] >= horizon]
+        return (kept if len(kept) < len(memory) else memory), False
+    ended = bisect_left(memory, horizon, key=_end)
+    if 4 * ended >= len(memory):
         return [occurrence for occurrence in memory if occurrence[3] >= horizon], False
     return memory, True
+
+
+def _end(occurrence: Occurrence) -> float:
+    return occurrence[4]
 
 
 def remember_rows(atom: JoinAtom, joins: dict[int, list[Occurrence]], fresh: list[list[Occurrence]]) -> None:
