@@ -12,7 +12,9 @@ its interval starts at or after `now - d`. So a windowed join occurrence that
 started before `now - d` can join nothing reportable, and neither can a
 remembered solution that an anti-join only reads while it lies within the
 mandatory side (EQUALSOPTIONAL's same interval, CQELS-CEP's gap): both are
-dropped (`forget`). A solution that blocks however long before the mandatory
+dropped (`forget`; a large join memory once a quarter of it has expired, so that it and
+its index are not rebuilt at every step: lookups skip the expired ones meanwhile,
+`joins.expire`). A solution that blocks however long before the mandatory
 side it ended (OPTIONALSEQ, OPTIONAL, NO_HEAD) never expires under the
 definitions, but only the earliest one per binding of what the anti-join
 reads (the mandatory side's variables and the condition's) can matter: it
@@ -29,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from rsep.plugin.algebra.analysis import expr_vars
 from rsep.plugin.algebra.events import ConsumptionPolicy
 from rsep.plugin.nfa.automaton import AntiJoin, Automaton, JoinAtom, Relation, State
-from rsep.plugin.nfa.joins import Occurrence
+from rsep.plugin.nfa.joins import Occurrence, expire
 from rsep.plugin.nfa.list_indexes import ListIndexes
 
 Remembered = tuple[dict[str, str], tuple[float, float]]
@@ -106,8 +108,7 @@ class Forgetting:
         horizon = None if self.within is None else time - self.within
         if horizon is not None:
             for memory in self.windowed_joins & joins.keys():
-                if any(occ[3] < horizon for occ in joins[memory]):
-                    joins[memory] = [occ for occ in joins[memory] if occ[3] >= horizon]
+                joins[memory] = expire(joins[memory], horizon)[0]  # a large one: once a quarter expired
         for aux, remembered in history.items():
             if horizon is not None and aux in self.expiring and any(r[1][0] < horizon for r in remembered):
                 remembered = [r for r in remembered if r[1][0] >= horizon]
