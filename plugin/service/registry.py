@@ -3,7 +3,10 @@
 A registration is the query text plus what is needed to compile it the same
 way again after a restart (dialect, options) and where in the event log it
 starts. Files are written atomically (temporary file, fsync, rename, fsync of
-the folder), so a crash leaves either the old or the new registration.
+the folder), so a crash leaves either the old or the new registration. A file
+that is not a registration (damaged on disk, edited by hand) is never skipped,
+which would drop its query without a word: `RegistrationUnreadable` names it,
+and `rsep serve` refuses to start until it is restored or removed.
 """
 
 from __future__ import annotations
@@ -19,11 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from rsep.plugin.durable import fsync_path, write_atomically
+from rsep.plugin.errors import EngineUnavailable
 from rsep.plugin.vocabulary import QUERY_IRI_PREFIX
 
 ACTIVE = "active"
 FAILED = "failed"
 _ID = re.compile(r"^[0-9a-f]{16}$")
+
+
+class RegistrationUnreadable(EngineUnavailable):
+    """A registration file that cannot be read as one: the message names the file and says
+    what to do (the query's checkpoints, if any, are left alone)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,11 +115,21 @@ class Registry:
     def get(self, query_id: str) -> RegisteredQuery | None:
         if not is_query_id(query_id):
             return None
+        path = self._path(query_id)
         try:
-            data = json.loads(self._path(query_id).read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
+            query = RegisteredQuery.from_json(data)
         except FileNotFoundError:
             return None
-        return RegisteredQuery.from_json(data)
+        except (ValueError, KeyError, TypeError, AttributeError) as error:  # JSON, a field, a type
+            reason = f"{type(error).__name__}: {error}" if isinstance(error, KeyError) else str(error)
+            raise RegistrationUnreadable(
+                f"registration {path}: not a registered query ({reason}); restore the file from a "
+                "backup, or remove it to drop that query"
+            ) from None
+        if query.id != query_id:
+            raise RegistrationUnreadable(f"registration {path}: holds the query {query.id}, not {query_id}")
+        return query
 
     def all(self) -> list[RegisteredQuery]:
         """Every registration, oldest first."""

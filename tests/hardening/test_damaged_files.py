@@ -1,0 +1,77 @@
+"""A data directory damaged outside rsep (a disk error, a hand edit, a bad restore): `rsep serve`
+refuses to start with one line naming the file, as it does for a damaged event-log record, and
+starts again with nothing lost once the file is restored. A damaged registration used to stop the
+start with a JSONDecodeError traceback that named no file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.events import QUERIES, synthetic_events
+from tests.support.servers import Server, free_port, post_events, rsep_command, until
+
+EVENTS = synthetic_events(30)
+
+
+def _without_text(text: str) -> str:
+    return json.dumps({key: value for key, value in json.loads(text).items() if key != "text"})
+
+
+def _registered_and_stopped(data: Path, log: Path) -> tuple[str, int]:
+    """A server with one query that has read EVENTS, stopped: (the query's id, its matches)."""
+    server = Server(data, log)
+    try:
+        status, body = server.request("POST", "/queries", QUERIES["any"].encode(), "application/sparql-query")
+        assert status == 201
+        post_events(server, EVENTS)
+        query = f"/queries/{body['id']}"
+        assert until(lambda: server.get(query)["position"] == len(EVENTS), 30)
+        matches = server.get(query)["matches"]
+        assert matches > 0
+    finally:
+        assert server.terminate() == 0
+    return body["id"], matches
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda text: text[: len(text) // 2], id="truncated"),
+        pytest.param(lambda text: "[]", id="not-an-object"),
+        pytest.param(_without_text, id="no-text"),
+        pytest.param(lambda text: json.dumps({**json.loads(text), "start": "x"}), id="bad-start"),
+    ],
+)
+def test_a_damaged_registration_names_its_file_and_loses_nothing_once_restored(tmp_path, damage):
+    data = tmp_path / "data"
+    query_id, matches = _registered_and_stopped(data, tmp_path / "server.log")
+    registration = data / "queries" / f"{query_id}.json"
+    intact = registration.read_text()
+    registration.write_text(damage(intact))
+
+    refused = rsep_command("serve", "--port", str(free_port()), "--data", str(data), "--engine", "inprocess")
+    assert refused.returncode == 2, refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert refused.stderr.startswith(f"rsep: registration {registration}: not a registered query (")
+    assert refused.stderr.count("\n") == 1
+
+    registration.write_text(intact)
+    server = Server(data, tmp_path / "server.log")
+    try:
+        listed = server.get(f"/queries/{query_id}")
+        assert (listed["status"], listed["position"], listed["matches"]) == ("running", len(EVENTS), matches)
+        assert server.get("/health")["log_position"] == len(EVENTS)
+    finally:
+        server.terminate()
+
+
+def test_a_registration_under_another_query_s_name_is_refused(tmp_path):
+    data = tmp_path / "data"
+    query_id, _ = _registered_and_stopped(data, tmp_path / "server.log")
+    (data / "queries" / f"{query_id}.json").rename(data / "queries" / "0123456789abcdef.json")
+    refused = rsep_command("serve", "--port", str(free_port()), "--data", str(data), "--engine", "inprocess")
+    assert refused.returncode == 2
+    assert f"holds the query {query_id}, not 0123456789abcdef" in refused.stderr
