@@ -1,7 +1,8 @@
 """A data directory damaged outside rsep (a disk error, a hand edit, a bad restore): `rsep serve`
 refuses to start with one line naming the file, as it does for a damaged event-log record, and
 starts again with nothing lost once the file is restored. A damaged registration used to stop the
-start with a JSONDecodeError traceback that named no file."""
+start with a JSONDecodeError traceback that named no file; so did a streams' lateness file that
+was JSON but not an object of numbers."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.events import QUERIES, synthetic_events
-from tests.support.servers import Server, free_port, post_events, rsep_command, until
+from tests.support.events import QUERIES, S1, XSD_INTEGER, synthetic_events
+from tests.support.servers import Server, free_port, http_exchange, post_events, rsep_command, until
 
 EVENTS = synthetic_events(30)
+NQUADS = "application/n-quads"
+STAMP = '<http://www.w3.org/ns/prov#generatedAtTime> "{seconds}"^^<' + XSD_INTEGER + ">"
+EVENT = '<urn:t:{name}> <urn:t:p> "x" <urn:t:{name}> .\n<urn:t:{name}> ' + STAMP + " .\n"
 
 
 def _without_text(text: str) -> str:
@@ -75,3 +79,42 @@ def test_a_registration_under_another_query_s_name_is_refused(tmp_path):
     refused = rsep_command("serve", "--port", str(free_port()), "--data", str(data), "--engine", "inprocess")
     assert refused.returncode == 2
     assert f"holds the query {query_id}, not 0123456789abcdef" in refused.stderr
+
+
+LATENESS_DAMAGES = ['["urn:t:s1"]', '{"urn:t:s1": "3"x}', '{"urn:t:s1": "x"}', '{"urn:t:s1": NaN}',
+                    '{"urn:t:s1": -3}', '{"urn:t:s1": [3]}']  # fmt: skip
+
+
+@pytest.mark.parametrize("damage", LATENESS_DAMAGES)
+def test_a_damaged_lateness_file_names_itself_and_nothing_is_lost_once_restored(tmp_path, damage):
+    """`DATA/reorder/lateness.json` keeps the `max-lateness=` of each stream; a damaged one stopped
+    the start with an AttributeError or ValueError traceback, or was taken (a NaN or negative
+    lateness)."""
+    data, log = tmp_path / "data", tmp_path / "server.log"
+    options = ("--engine", "inprocess", "--max-lateness", "10")
+    server = Server(data, log, options=options)
+    try:
+        for name, seconds in (("e1", 10), ("e2", 20)):
+            body = EVENT.format(name=name, seconds=seconds).encode()
+            path = f"/streams?stream={S1}&max-lateness=PT3S"
+            status, text = http_exchange(server, "POST", path, body, NQUADS)
+            assert status == 202, text
+    finally:
+        assert server.terminate() == 0
+    lateness = data / "reorder" / "lateness.json"
+    intact = lateness.read_text()
+    lateness.write_text(damage)
+    refused = rsep_command("serve", "--port", str(free_port()), "--data", str(data), *options)
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.startswith(f"rsep: {lateness}: unreadable (")
+    assert "Traceback" not in refused.stderr and refused.stderr.count("\n") == 1
+
+    lateness.write_text(intact)
+    server = Server(data, log, options=options)
+    try:
+        body = EVENT.format(name="e3", seconds=21).encode()
+        status, text = http_exchange(server, "POST", f"/streams?stream={S1}", body, NQUADS)
+        assert status == 202 and json.loads(text)["watermark"] == 18  # the stream's own 3 s, kept
+        assert json.loads(text)["held"] == 2  # e2 and e3
+    finally:
+        server.terminate()
