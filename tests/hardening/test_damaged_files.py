@@ -118,3 +118,47 @@ def test_a_damaged_lateness_file_names_itself_and_nothing_is_lost_once_restored(
         assert json.loads(text)["held"] == 2  # e2 and e3
     finally:
         server.terminate()
+
+
+def _time_not_a_number(record: list) -> str:
+    first, [fields, *rest] = record
+    return json.dumps([first, [[*fields[:2], "x", *fields[3:]], *rest]])
+
+
+LOG_DAMAGES = {
+    "events-not-lists": lambda record: json.dumps([record[0], [["urn:t:s1"]]]),
+    "events-not-a-list": lambda record: json.dumps([record[0], 5]),
+    "time-not-a-number": _time_not_a_number,
+    "position-repeated": lambda record: json.dumps([record[0] - 1, record[1]]),
+    "position-skipped": lambda record: json.dumps([record[0] + 1, record[1]]),
+}
+
+
+@pytest.mark.parametrize("damage", LOG_DAMAGES.values(), ids=LOG_DAMAGES.keys())
+def test_a_log_record_of_the_wrong_shape_names_the_file_and_offset(tmp_path, damage):
+    """A JSON line that is not a record (`[position, [event fields...]]`, positions following on)
+    stopped the start with a ValueError or TypeError traceback, or (a wrong position) was taken:
+    the next event then got a position already used. Now it is refused as a line that is not
+    JSON is, naming the file and the byte offset; the log is whole again once restored."""
+    data = tmp_path / "data"
+    query_id, matches = _registered_and_stopped(data, tmp_path / "server.log")
+    segment = next((data / "log").glob("*.jsonl"))
+    intact = segment.read_bytes()
+    lines = intact.decode().splitlines(keepends=True)
+    offset = sum(len(line.encode()) for line in lines[:-1])
+    lines[-1] = damage(json.loads(lines[-1])) + "\n"  # the newest record: what the start reads
+    segment.write_text("".join(lines))
+
+    refused = rsep_command("serve", "--port", str(free_port()), "--data", str(data), "--engine", "inprocess")
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.startswith(f"rsep: event log {segment}, byte offset {offset}: not a log record (")
+    assert "Traceback" not in refused.stderr and refused.stderr.count("\n") == 1
+
+    segment.write_bytes(intact)
+    server = Server(data, tmp_path / "server.log")
+    try:
+        listed = server.get(f"/queries/{query_id}")
+        assert (listed["position"], listed["matches"]) == (len(EVENTS), matches)
+        assert server.get("/health")["log_position"] == len(EVENTS)
+    finally:
+        server.terminate()
