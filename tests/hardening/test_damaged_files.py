@@ -162,3 +162,25 @@ def test_a_log_record_of_the_wrong_shape_names_the_file_and_offset(tmp_path, dam
         assert server.get("/health")["log_position"] == len(EVENTS)
     finally:
         server.terminate()
+
+
+def test_a_damaged_store_names_its_folder(tmp_path):
+    """RocksDB reports a damaged store as a RuntimeError, which stopped the start with a traceback
+    (a locked store was already one line)."""
+    data = tmp_path / "data"
+    query_id, matches = _registered_and_stopped(data, tmp_path / "server.log")
+    current = data / "store" / "CURRENT"
+    intact = current.read_bytes()
+    current.write_bytes(b"garbage\n")
+    refused = rsep_command("serve", "--port", str(free_port()), "--data", str(data), "--engine", "inprocess")
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.startswith(f"rsep: store {data / 'store'}: cannot be opened (Corruption: ")
+    assert "Traceback" not in refused.stderr and refused.stderr.count("\n") == 1
+
+    current.write_bytes(intact)
+    server = Server(data, tmp_path / "server.log")
+    try:
+        listed = server.get(f"/queries/{query_id}")
+        assert (listed["position"], listed["matches"]) == (len(EVENTS), matches)
+    finally:
+        server.terminate()
