@@ -85,6 +85,12 @@ def is_query_id(text: str) -> bool:
     return bool(_ID.match(text))
 
 
+def query_iri(query_id: str) -> str | None:
+    """The IRI of the query `query_id` names (registered or not any more), None for a text that
+    is no query id."""
+    return QUERY_IRI_PREFIX + query_id if is_query_id(query_id) else None
+
+
 class Registry:
     """The registered queries of one data directory (thread-safe)."""
 
