@@ -184,3 +184,39 @@ def test_a_damaged_store_names_its_folder(tmp_path):
         assert (listed["position"], listed["matches"]) == (len(EVENTS), matches)
     finally:
         server.terminate()
+
+
+def test_a_damaged_record_a_query_reaches_fails_that_query_only(tmp_path):
+    """The start reads the newest record only; a damaged older one is found by the query that
+    reads it (one registered `from=0`). The engine used to retry that read on every cycle: the
+    query stayed `running`, every other query stopped with it (the engine steps the queries in
+    log order), and the server log got a traceback per poll (a thousand in ten seconds)."""
+    data, log = tmp_path / "data", tmp_path / "server.log"
+    first_id, _ = _registered_and_stopped(data, log)
+    segment = next((data / "log").glob("*.jsonl"))
+    lines = segment.read_text().splitlines(keepends=True)
+    offset = sum(len(line.encode()) for line in lines[:3])
+    lines[3] = _time_not_a_number(json.loads(lines[3])) + "\n"
+    segment.write_text("".join(lines))
+    before = len(log.read_text())
+
+    server = Server(data, log)
+    try:
+        status, body = server.request(
+            "POST", "/queries?from=0", QUERIES["any"].encode(), "application/sparql-query"
+        )
+        assert status == 201
+        damaged = f"/queries/{body['id']}"
+        assert until(lambda: server.get(damaged)["status"] == "failed", 30)
+        assert server.get(damaged)["error"].startswith(
+            f"event log {segment}, byte offset {offset}: not a log record"
+        )
+        assert server.get("/health")["failed_queries"] == [body["id"]]
+
+        later = synthetic_events(31)[30]
+        post_events(server, [later])  # the other query goes on
+        assert until(lambda: server.get(f"/queries/{first_id}")["position"] == len(EVENTS) + 1, 30)
+    finally:
+        server.terminate()
+    written = log.read_text()[before:]
+    assert "Traceback" not in written and written.count("not a log record") == 1
