@@ -40,6 +40,25 @@ def _registered_and_stopped(data: Path, log: Path) -> tuple[str, int]:
     return body["id"], matches
 
 
+def _assert_refused(data: Path, prefix: str, options: tuple[str, ...] = ("--engine", "inprocess")) -> None:
+    """`rsep serve` on `data` exits 2 with one line starting with `prefix`, no traceback."""
+    refused = rsep_command("serve", "--port", str(free_port()), "--data", str(data), *options)
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.startswith(prefix), refused.stderr
+    assert "Traceback" not in refused.stderr and refused.stderr.count("\n") == 1
+
+
+def _assert_whole(data: Path, log: Path, query_id: str, matches: int) -> None:
+    """The server starts on `data` with the query where it was and every event in the log."""
+    server = Server(data, log)
+    try:
+        listed = server.get(f"/queries/{query_id}")
+        assert (listed["status"], listed["position"], listed["matches"]) == ("running", len(EVENTS), matches)
+        assert server.get("/health")["log_position"] == len(EVENTS)
+    finally:
+        server.terminate()
+
+
 @pytest.mark.parametrize(
     "damage",
     [
@@ -56,29 +75,18 @@ def test_a_damaged_registration_names_its_file_and_loses_nothing_once_restored(t
     intact = registration.read_text()
     registration.write_text(damage(intact))
 
-    refused = rsep_command("serve", "--port", str(free_port()), "--data", str(data), "--engine", "inprocess")
-    assert refused.returncode == 2, refused.stderr
-    assert "Traceback" not in refused.stderr
-    assert refused.stderr.startswith(f"rsep: registration {registration}: not a registered query (")
-    assert refused.stderr.count("\n") == 1
-
+    _assert_refused(data, f"rsep: registration {registration}: not a registered query (")
     registration.write_text(intact)
-    server = Server(data, tmp_path / "server.log")
-    try:
-        listed = server.get(f"/queries/{query_id}")
-        assert (listed["status"], listed["position"], listed["matches"]) == ("running", len(EVENTS), matches)
-        assert server.get("/health")["log_position"] == len(EVENTS)
-    finally:
-        server.terminate()
+    _assert_whole(data, tmp_path / "server.log", query_id, matches)
 
 
 def test_a_registration_under_another_query_s_name_is_refused(tmp_path):
     data = tmp_path / "data"
     query_id, _ = _registered_and_stopped(data, tmp_path / "server.log")
-    (data / "queries" / f"{query_id}.json").rename(data / "queries" / "0123456789abcdef.json")
-    refused = rsep_command("serve", "--port", str(free_port()), "--data", str(data), "--engine", "inprocess")
-    assert refused.returncode == 2
-    assert f"holds the query {query_id}, not 0123456789abcdef" in refused.stderr
+    other = "0123456789abcdef"
+    registration = data / "queries" / f"{other}.json"
+    (data / "queries" / f"{query_id}.json").rename(registration)
+    _assert_refused(data, f"rsep: registration {registration}: holds the query {query_id}, not {other}")
 
 
 LATENESS_DAMAGES = ['["urn:t:s1"]', '{"urn:t:s1": "3"x}', '{"urn:t:s1": "x"}', '{"urn:t:s1": NaN}',
@@ -104,10 +112,7 @@ def test_a_damaged_lateness_file_names_itself_and_nothing_is_lost_once_restored(
     lateness = data / "reorder" / "lateness.json"
     intact = lateness.read_text()
     lateness.write_text(damage)
-    refused = rsep_command("serve", "--port", str(free_port()), "--data", str(data), *options)
-    assert refused.returncode == 2, refused.stderr
-    assert refused.stderr.startswith(f"rsep: {lateness}: unreadable (")
-    assert "Traceback" not in refused.stderr and refused.stderr.count("\n") == 1
+    _assert_refused(data, f"rsep: {lateness}: unreadable (", options)
 
     lateness.write_text(intact)
     server = Server(data, log, options=options)
@@ -149,19 +154,9 @@ def test_a_log_record_of_the_wrong_shape_names_the_file_and_offset(tmp_path, dam
     lines[-1] = damage(json.loads(lines[-1])) + "\n"  # the newest record: what the start reads
     segment.write_text("".join(lines))
 
-    refused = rsep_command("serve", "--port", str(free_port()), "--data", str(data), "--engine", "inprocess")
-    assert refused.returncode == 2, refused.stderr
-    assert refused.stderr.startswith(f"rsep: event log {segment}, byte offset {offset}: not a log record (")
-    assert "Traceback" not in refused.stderr and refused.stderr.count("\n") == 1
-
+    _assert_refused(data, f"rsep: event log {segment}, byte offset {offset}: not a log record (")
     segment.write_bytes(intact)
-    server = Server(data, tmp_path / "server.log")
-    try:
-        listed = server.get(f"/queries/{query_id}")
-        assert (listed["position"], listed["matches"]) == (len(EVENTS), matches)
-        assert server.get("/health")["log_position"] == len(EVENTS)
-    finally:
-        server.terminate()
+    _assert_whole(data, tmp_path / "server.log", query_id, matches)
 
 
 def test_a_damaged_store_names_its_folder(tmp_path):
@@ -172,18 +167,9 @@ def test_a_damaged_store_names_its_folder(tmp_path):
     current = data / "store" / "CURRENT"
     intact = current.read_bytes()
     current.write_bytes(b"garbage\n")
-    refused = rsep_command("serve", "--port", str(free_port()), "--data", str(data), "--engine", "inprocess")
-    assert refused.returncode == 2, refused.stderr
-    assert refused.stderr.startswith(f"rsep: store {data / 'store'}: cannot be opened (Corruption: ")
-    assert "Traceback" not in refused.stderr and refused.stderr.count("\n") == 1
-
+    _assert_refused(data, f"rsep: store {data / 'store'}: cannot be opened (Corruption: ")
     current.write_bytes(intact)
-    server = Server(data, tmp_path / "server.log")
-    try:
-        listed = server.get(f"/queries/{query_id}")
-        assert (listed["position"], listed["matches"]) == (len(EVENTS), matches)
-    finally:
-        server.terminate()
+    _assert_whole(data, tmp_path / "server.log", query_id, matches)
 
 
 def test_a_damaged_record_a_query_reaches_fails_that_query_only(tmp_path):
