@@ -67,18 +67,32 @@ class RegisteredQuery:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RegisteredQuery:
+        """The registration `to_json` wrote; raises ValueError, KeyError or TypeError for data
+        of another shape (the fields a query is compiled and resumed from are checked)."""
+        _expect(data, "text", str)
+        _expect(data, "streams", list)
+        _expect(data, "options", dict, optional=True)
+        if type(data.get("start")) is not int or data["start"] < 0:
+            raise ValueError(f"start is {data.get('start')!r}, not a log position")
         return cls(
             id=str(data["id"]),
-            text=str(data["text"]),
+            text=data["text"],
             dialect=str(data["dialect"]),
             streams=tuple(str(s) for s in data["streams"]),
-            start=int(data["start"]),
+            start=data["start"],
             created=str(data["created"]),
             options={str(k): str(v) for k, v in dict(data.get("options", {})).items()},
             status=str(data.get("status", ACTIVE)),
             error=None if data.get("error") is None else str(data["error"]),
             t0=None if data.get("t0") is None else float(data["t0"]),
         )
+
+
+def _expect(data: Mapping[str, Any], key: str, kind: type, *, optional: bool = False) -> None:
+    if optional and key not in data:
+        return
+    if not isinstance(data[key], kind):
+        raise TypeError(f"{key} is {type(data[key]).__name__}, not {kind.__name__}")
 
 
 def is_query_id(text: str) -> bool:

@@ -7,6 +7,7 @@ was JSON but not an object of numbers."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,11 @@ EVENTS = synthetic_events(30)
 NQUADS = "application/n-quads"
 STAMP = '<http://www.w3.org/ns/prov#generatedAtTime> "{seconds}"^^<' + XSD_INTEGER + ">"
 EVENT = '<urn:t:{name}> <urn:t:p> "x" <urn:t:{name}> .\n<urn:t:{name}> ' + STAMP + " .\n"
+
+
+def _with(**fields: object) -> Callable[[str], str]:
+    """A registration's text with these fields changed."""
+    return lambda text: json.dumps({**json.loads(text), **fields})
 
 
 def _without_text(text: str) -> str:
@@ -65,7 +71,10 @@ def _assert_whole(data: Path, log: Path, query_id: str, matches: int) -> None:
         pytest.param(lambda text: text[: len(text) // 2], id="truncated"),
         pytest.param(lambda text: "[]", id="not-an-object"),
         pytest.param(_without_text, id="no-text"),
-        pytest.param(lambda text: json.dumps({**json.loads(text), "start": "x"}), id="bad-start"),
+        pytest.param(_with(start="x"), id="bad-start"),
+        pytest.param(_with(start=-3), id="negative-start"),
+        pytest.param(_with(text=None), id="null-text"),
+        pytest.param(_with(streams="urn:t:s1"), id="streams-a-string"),
     ],
 )
 def test_a_damaged_registration_names_its_file_and_loses_nothing_once_restored(tmp_path, damage):
