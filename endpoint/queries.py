@@ -35,6 +35,7 @@ from rsep.plugin import (
     WindowPlan,
     is_absolute_iri,
     produced_stream,
+    query_iri,
     registration_warnings,
 )
 
@@ -157,11 +158,26 @@ def read(query_id: str) -> Response:
 @bp.delete("/queries/<query_id>")
 def delete(query_id: str) -> tuple[str, int]:
     service = streaming()
-    query = _registered(service, query_id)
+    query = service.registry.get(query_id)
+    if query is None:
+        if request.args.get("purge", "").lower() in TRUE:
+            return _purge_unregistered(service, query_id)
+        raise NotFound(f"no continuous query {query_id}")
     purge = _flag("purge")
     service.registry.remove(query.id)  # first: a crash now leaves no query to replay
     service.producers.remove(query.id)  # its derived events stay in the log
     service.engine.unregister(query.id, purge=purge)
+    return "", 204
+
+
+def _purge_unregistered(service: Streaming, query_id: str) -> tuple[str, int]:
+    """`?purge=true` of a query no longer registered whose match graphs remain (it was deleted
+    without purge, or a crash interrupted the purge: the registration goes first) drops them;
+    404 when there are none."""
+    iri = query_iri(query_id)
+    if iri is None or service.sink.count(iri) == 0:
+        raise NotFound(f"no continuous query {query_id}")
+    service.engine.unregister(query_id, purge=True)
     return "", 204
 
 
@@ -284,11 +300,14 @@ def _start(service: Streaming) -> int:
     return int(given)
 
 
+TRUE = ("true", "1", "yes")
+
+
 def _flag(name: str) -> bool:
     value = request.args.get(name, "false").lower()
-    if value not in ("true", "false", "1", "0", "yes", "no"):
+    if value not in (*TRUE, "false", "0", "no"):
         raise BadRequest(f"expected true or false, got {value!r}", parameter=name)
-    return value in ("true", "1", "yes")
+    return value in TRUE
 
 
 def _registered(service: Streaming, query_id: str) -> RegisteredQuery:

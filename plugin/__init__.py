@@ -75,7 +75,7 @@ _MODULES = {
         "produced_stream",
         "registration_warnings",
     ),
-    "rsep.plugin.service.registry": ("RegisteredQuery", "Registry"),
+    "rsep.plugin.service.registry": ("RegisteredQuery", "Registry", "query_iri"),
     "rsep.plugin.service.split": ("SplitEngine",),
     "rsep.plugin.store.gpm_stage": ("GpmEvaluator",),
     "rsep.plugin.store.kb": ("KnowledgeBase",),
@@ -317,6 +317,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_layering.py: 
     )
     from rsep.plugin.service.registry import (
         Registry as Registry,
+    )
+    from rsep.plugin.service.registry import (
+        query_iri as query_iri,
     )
     from rsep.plugin.service.reorder import (
         EventTimePolicy as EventTimePolicy,

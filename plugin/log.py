@@ -209,13 +209,13 @@ class EventLog:
         for begin, path in self._segments_from(start):
             if begin >= stop:
                 return
-            for first, batch in _lines(path):
+            for at, first, batch in _lines(path, begin):
                 for offset, fields in enumerate(batch):
                     position = first + offset
                     if position >= stop:
                         return
                     if position >= start:
-                        yield decode_record(position, fields)
+                        yield _decoded(path, at, position, fields)
 
     def drop_before(self, position: int) -> None:
         """Delete the segments that hold only positions before `position` (a journal's released
@@ -232,7 +232,8 @@ class EventLog:
                 fsync_path(self.directory)
 
     def _segments(self) -> list[tuple[int, Path]]:
-        return sorted((int(p.stem), p) for p in self.directory.glob("*.jsonl"))
+        """The segments, named by their first position (another file is not the log's)."""
+        return sorted((int(p.stem), p) for p in self.directory.glob("*.jsonl") if p.stem.isdigit())
 
     def _segments_from(self, start: int) -> list[tuple[int, Path]]:
         segments = self._segments()
@@ -248,20 +249,21 @@ class EventLog:
         segments = self._segments()
         if not segments:
             return 0, None
-        _, path = segments[-1]
+        begin, path = segments[-1]
         _truncate_torn_tail(path)
-        next_position, newest = segments[-1][0], None
-        for first, batch in _lines(path):
+        next_position, newest = begin, None
+        for at, first, batch in _lines(path, begin):
             next_position = first + len(batch)
             if batch:
-                newest = batch[-1]
+                newest = (path, at, batch[-1])
         if newest is None and len(segments) > 1:
-            for _first, batch in _lines(segments[-2][1]):
+            before, previous = segments[-2]
+            for at, _first, batch in _lines(previous, before):
                 if batch:
-                    newest = batch[-1]
+                    newest = (previous, at, batch[-1])
         if newest is None:
             return next_position, None
-        return next_position, decode_record(next_position - 1, newest).event.time
+        return next_position, _decoded(*newest[:2], next_position - 1, newest[2]).event.time
 
 
 def check_kind(events: Sequence[GraphEvent], numeric: bool | None) -> None:
@@ -291,23 +293,49 @@ def _mixed(event: GraphEvent, first: GraphEvent | None) -> MixedTimeError:
     )
 
 
-def _lines(path: Path) -> Iterator[tuple[int, list[list[object]]]]:
-    """The records of a segment; a complete line that is not a record is an error naming the
-    file and the line's byte offset (never skipped: its events were acknowledged)."""
-    offset = 0
+def _lines(path: Path, begin: int) -> Iterator[tuple[int, int, list[list[object]]]]:
+    """The records of the segment whose first position is `begin`, with their byte offsets; a
+    complete line that is not a record, or not the record of the next positions, is an error
+    naming the file and the line's byte offset (never skipped: its events were acknowledged)."""
+    offset, expected = 0, begin
     with open(path, "rb") as handle:
         for raw in handle:
             if raw.endswith(b"\n"):
                 try:
-                    first, batch = json.loads(raw)
-                    yield int(first), batch
+                    first, batch = _record(json.loads(raw), expected)
                 except (ValueError, TypeError) as error:
-                    raise LogCorrupted(
-                        f"event log {path}, byte offset {offset}: not a log record ({error}); "
-                        "the log cannot be read past it: restore the file from a backup, or cut it "
-                        "at that offset to drop what follows"
-                    ) from None
+                    raise _corrupted(path, offset, error) from None
+                yield offset, first, batch
+                expected = first + len(batch)
             offset += len(raw)
+
+
+def _record(found: object, expected: int) -> tuple[int, list[list[object]]]:
+    """`[first, [event fields, ...]]`, `first` the position after the record before."""
+    if not (isinstance(found, list) and len(found) == 2):
+        raise ValueError("not [position, events]")
+    first, batch = found
+    if type(first) is not int or first != expected:
+        raise ValueError(f"position {first!r} where {expected} comes next")
+    if not (isinstance(batch, list) and all(isinstance(f, list) and len(f) in (6, 8) for f in batch)):
+        raise ValueError("its events are not lists of 6 or 8 fields")
+    return first, batch
+
+
+def _decoded(path: Path, at: int, position: int, fields: list[object]) -> LogRecord:
+    """`decode_record`, a field of the wrong type being an error that names the record."""
+    try:
+        return decode_record(position, fields)
+    except (ValueError, TypeError) as error:
+        raise _corrupted(path, at, error) from None
+
+
+def _corrupted(path: Path, offset: int, error: Exception) -> LogCorrupted:
+    return LogCorrupted(
+        f"event log {path}, byte offset {offset}: not a log record ({error}); "
+        "the log cannot be read past it: restore the file from a backup, or cut it "
+        "at that offset to drop what follows"
+    )
 
 
 def _truncate_torn_tail(path: Path) -> None:

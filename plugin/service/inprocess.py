@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from itertools import islice
 
 from rsep.plugin.compile.query_plan import QueryPlan
-from rsep.plugin.log import LogRecord
+from rsep.plugin.log import LogCorrupted, LogRecord
 from rsep.plugin.service.engine import (
     EvaluatorFactory,
     PlanCompiler,
@@ -204,7 +204,12 @@ class InProcessEngine:
         for position, slots in sorted(by_position.items()):
             if self._stopping.is_set():
                 break  # the rest waits in the log for the next start
-            records = self._read(position, min(end, position + self.max_batch))
+            try:
+                records = self._read(position, min(end, position + self.max_batch))
+            except LogCorrupted as error:  # these queries cannot go on; the others must
+                for slot in slots:
+                    self.slots.fail(slot, str(error))
+                continue
             moved = self._step(slots, records) or moved
         positions = [s.runner.position for s in self._healthy() if s.runner is not None]
         self._tail.trim(min(positions, default=end))

@@ -3,7 +3,10 @@
 A registration is the query text plus what is needed to compile it the same
 way again after a restart (dialect, options) and where in the event log it
 starts. Files are written atomically (temporary file, fsync, rename, fsync of
-the folder), so a crash leaves either the old or the new registration.
+the folder), so a crash leaves either the old or the new registration. A file
+that is not a registration (damaged on disk, edited by hand) is never skipped,
+which would drop its query without a word: `RegistrationUnreadable` names it,
+and `rsep serve` refuses to start until it is restored or removed.
 """
 
 from __future__ import annotations
@@ -19,11 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from rsep.plugin.durable import fsync_path, write_atomically
+from rsep.plugin.errors import EngineUnavailable
 from rsep.plugin.vocabulary import QUERY_IRI_PREFIX
 
 ACTIVE = "active"
 FAILED = "failed"
 _ID = re.compile(r"^[0-9a-f]{16}$")
+
+
+class RegistrationUnreadable(EngineUnavailable):
+    """A registration file that cannot be read as one: the message names the file and says
+    what to do (the query's checkpoints, if any, are left alone)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +67,19 @@ class RegisteredQuery:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RegisteredQuery:
+        """The registration `to_json` wrote; raises ValueError, KeyError or TypeError for data
+        of another shape (the fields a query is compiled and resumed from are checked)."""
+        _expect(data, "text", str)
+        _expect(data, "streams", list)
+        _expect(data, "options", dict, optional=True)
+        if type(data.get("start")) is not int or data["start"] < 0:
+            raise ValueError(f"start is {data.get('start')!r}, not a log position")
         return cls(
             id=str(data["id"]),
-            text=str(data["text"]),
+            text=data["text"],
             dialect=str(data["dialect"]),
             streams=tuple(str(s) for s in data["streams"]),
-            start=int(data["start"]),
+            start=data["start"],
             created=str(data["created"]),
             options={str(k): str(v) for k, v in dict(data.get("options", {})).items()},
             status=str(data.get("status", ACTIVE)),
@@ -72,8 +88,21 @@ class RegisteredQuery:
         )
 
 
+def _expect(data: Mapping[str, Any], key: str, kind: type, *, optional: bool = False) -> None:
+    if optional and key not in data:
+        return
+    if not isinstance(data[key], kind):
+        raise TypeError(f"{key} is {type(data[key]).__name__}, not {kind.__name__}")
+
+
 def is_query_id(text: str) -> bool:
     return bool(_ID.match(text))
+
+
+def query_iri(query_id: str) -> str | None:
+    """The IRI of the query `query_id` names (registered or not any more), None for a text that
+    is no query id."""
+    return QUERY_IRI_PREFIX + query_id if is_query_id(query_id) else None
 
 
 class Registry:
@@ -106,11 +135,21 @@ class Registry:
     def get(self, query_id: str) -> RegisteredQuery | None:
         if not is_query_id(query_id):
             return None
+        path = self._path(query_id)
         try:
-            data = json.loads(self._path(query_id).read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
+            query = RegisteredQuery.from_json(data)
         except FileNotFoundError:
             return None
-        return RegisteredQuery.from_json(data)
+        except (ValueError, KeyError, TypeError, AttributeError) as error:  # JSON, a field, a type
+            reason = f"{type(error).__name__}: {error}" if isinstance(error, KeyError) else str(error)
+            raise RegistrationUnreadable(
+                f"registration {path}: not a registered query ({reason}); restore the file from a "
+                "backup, or remove it to drop that query"
+            ) from None
+        if query.id != query_id:
+            raise RegistrationUnreadable(f"registration {path}: holds the query {query.id}, not {query_id}")
+        return query
 
     def all(self) -> list[RegisteredQuery]:
         """Every registration, oldest first."""

@@ -222,15 +222,21 @@ class ReorderBuffer:
 
 
 def _read_overrides(path: Path) -> dict[str, float]:
+    """The streams' own lateness; a file that is not JSON, not an object of streams to
+    non-negative finite seconds (damaged, or a bad hand edit) stops the start, naming it."""
     try:
         found = json.loads(path.read_text(encoding="utf-8"))
+        overrides = {str(stream): float(seconds) for stream, seconds in found.items()}
+        wrong = [stream for stream, seconds in overrides.items() if not 0 <= seconds < math.inf]
+        if wrong:
+            raise ValueError(f"the lateness of <{wrong[0]}> is not a number of seconds")
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, TypeError, AttributeError) as error:  # AttributeError: not an object
         raise EngineUnavailable(
             f"{path}: unreadable ({error}); remove it to forget the streams' own lateness"
         ) from None
-    return {str(stream): float(seconds) for stream, seconds in found.items()}
+    return overrides
 
 
 def _write_overrides(path: Path, overrides: dict[str, float]) -> None:

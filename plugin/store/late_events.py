@@ -5,6 +5,10 @@ stream past it), but it is not dropped: its triples go into a graph `urn:rsep:la
 `urn:rsep:late` lists it (`a rsep:LateEvent`) with its stream, its name as posted, its timestamp,
 the watermark it missed and when it arrived, so plain SPARQL finds what came too late
 (docs/endpoint.md, "Event time"). One `Store.extend` per request: one transaction.
+
+The store is open to SPARQL Update, so the listing may have lost entries or graphs may exist that
+it no longer lists: a new late event's `<n>` is past the highest one listed, and any `n` whose
+graph or listing exists is skipped, so a late event never lands in another one's graph.
 """
 
 from __future__ import annotations
@@ -25,26 +29,48 @@ class LateEventGraphs:
     def __init__(self, kb: KnowledgeBase) -> None:
         self.kb = kb
         self._lock = threading.Lock()
-        self._next = self._count()
+        self._next = self._past_listed()
 
-    def _count(self) -> int:
-        listed = self.kb.store.quads_for_pattern(
-            None, ox.NamedNode(RDF_TYPE), ox.NamedNode(RSEP + "LateEvent"), ox.NamedNode(LATE_GRAPH)
-        )
-        return sum(1 for _ in listed)
+    def _past_listed(self) -> int:
+        """One past the highest `n` listed in `urn:rsep:late`."""
+        listed = self.kb.store.quads_for_pattern(None, None, None, ox.NamedNode(LATE_GRAPH))
+        numbers = (_number(quad.subject) for quad in listed)
+        return max((n + 1 for n in numbers if n is not None), default=0)
+
+    def _taken(self, name: str) -> bool:
+        node = ox.NamedNode(name)
+        store = self.kb.store
+        listed = store.quads_for_pattern(node, None, None, ox.NamedNode(LATE_GRAPH))
+        return store.contains_named_graph(node) or next(iter(listed), None) is not None
+
+    def _fresh_names(self, count: int) -> list[str]:
+        names: list[str] = []
+        while len(names) < count:
+            name = f"{LATE_IRI_PREFIX}{self._next}"
+            self._next += 1
+            if not self._taken(name):
+                names.append(name)
+        return names
 
     def keep(self, events: Sequence[GraphEvent], watermark: Timestamp) -> list[str]:
         arrived = Timestamp.now()
         with self._lock:
-            names = [f"{LATE_IRI_PREFIX}{self._next + offset}" for offset in range(len(events))]
+            names = self._fresh_names(len(events))
             pairs = zip(names, events, strict=True)
             text = "".join(_nquads(name, event, watermark, arrived) for name, event in pairs)
             quads = list(ox.parse(text, ox.RdfFormat.N_QUADS))
             with self.kb.writing(default_graph=False, results=True) as store:
                 store.extend(quads)
             self.kb.flush()
-            self._next += len(events)
         return names
+
+
+def _number(subject: object) -> int | None:
+    """`n` of a subject `urn:rsep:late:<n>`, None for any other."""
+    if not isinstance(subject, ox.NamedNode) or not subject.value.startswith(LATE_IRI_PREFIX):
+        return None
+    digits = subject.value[len(LATE_IRI_PREFIX) :]
+    return int(digits) if digits.isdigit() and digits.isascii() else None
 
 
 def _nquads(name: str, event: GraphEvent, watermark: Timestamp, arrived: Timestamp) -> str:

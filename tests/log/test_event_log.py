@@ -1,9 +1,11 @@
 """The durable event log: atomic appends, order, recovery from a torn write."""
 
+import json
+
 import pytest
 
 from rsep.plugin.graph_events import GraphEvent, Timestamp
-from rsep.plugin.log import EventLog, LateEventError, MixedTimeError
+from rsep.plugin.log import EventLog, LateEventError, LogCorrupted, MixedTimeError
 
 
 def event(t: float, name: str = "g", stream: str = "urn:s") -> GraphEvent:
@@ -111,3 +113,25 @@ def test_the_time_before_a_position_is_the_newest_event_before_it(tmp_path):
     log.append([event(3, "c"), event(8, "d"), event(9, "e")])
     assert [log.time_before(p) for p in range(6)] == [None, 1, 3, 3, 8, 9]
     assert EventLog(tmp_path, segment_size=2).time_before(3) == 3  # read back from the files
+
+
+def test_a_record_in_an_older_segment_is_checked_where_it_is_read(tmp_path):
+    """Opening reads the newest segment only; a damaged record of an older one is an error naming
+    its file and offset when a reader reaches it (a query replaying the log), not a traceback."""
+    log = EventLog(tmp_path, segment_size=2)
+    log.append([event(1, "a"), event(2, "b")])
+    log.append([event(3, "c")])
+    older = sorted(tmp_path.glob("*.jsonl"))[0]
+    first, [fields, *rest] = json.loads(older.read_text())
+    older.write_text(json.dumps([first, [[*fields[:2], "x", *fields[3:]], *rest]]) + "\n")
+    log = EventLog(tmp_path, segment_size=2)
+    assert log.next_position == 3
+    with pytest.raises(LogCorrupted, match=f"event log {older}, byte offset 0: not a log record"):
+        list(log.read())
+    assert [r.position for r in log.read(2)] == [2]
+
+
+def test_a_file_not_named_by_a_position_is_not_a_segment(tmp_path):
+    EventLog(tmp_path).append([event(1)])
+    (tmp_path / "notes.jsonl").write_text("kept by hand\n")
+    assert [r.position for r in EventLog(tmp_path).read()] == [0]
